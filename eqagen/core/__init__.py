@@ -1,0 +1,38 @@
+"""The shared language of eqagen: episodes, timelines, frames, question records, seeded randomness."""
+
+from eqagen.core.episode import (
+    FAMILIES,
+    Entities,
+    Episode,
+    Event,
+    Region,
+    Steps,
+    make_episode_id,
+    number_events,
+)
+from eqagen.core.errors import ConfigError, DataFileError, EqagenError, TaskError, UnknownNameError
+from eqagen.core.frame import FrameTransform, heading_vector, to_egocentric
+from eqagen.core.records import (
+    EXPRESS_CATEGORIES,
+    OPENEQA_CATEGORIES,
+    SPLITS,
+    AnswerGroup,
+    FilterSpec,
+    Paraphrase,
+    Program,
+    QARecord,
+    QuerySpec,
+    ResultItem,
+)
+from eqagen.core.rng import derive_rng, derive_seed, stable_hash, stable_int
+from eqagen.core.timeline import FieldChanges, Timeline, TimelineRecorder
+
+__all__ = [
+    "FAMILIES", "Entities", "Episode", "Event", "Region", "Steps", "make_episode_id", "number_events",
+    "ConfigError", "DataFileError", "EqagenError", "TaskError", "UnknownNameError",
+    "FrameTransform", "heading_vector", "to_egocentric",
+    "EXPRESS_CATEGORIES", "OPENEQA_CATEGORIES", "SPLITS", "AnswerGroup", "FilterSpec", "Paraphrase",
+    "Program", "QARecord", "QuerySpec", "ResultItem",
+    "derive_rng", "derive_seed", "stable_hash", "stable_int",
+    "FieldChanges", "Timeline", "TimelineRecorder",
+]

@@ -1,0 +1,48 @@
+"""The project's own error types.
+
+Every error a user can cause names what was wrong (the file, the field) and how to fix it, so a run
+that fails at 2 a.m. says what to do without a stack trace being read.
+"""
+
+from __future__ import annotations
+
+
+class EqagenError(Exception):
+    """Base class of every error eqagen raises on purpose."""
+
+
+class ConfigError(EqagenError):
+    """A config key or value is wrong. Names the key, the bad value and what is allowed."""
+
+    def __init__(self, key: str, problem: str, allowed: str | None = None, source: str | None = None):
+        self.key, self.problem, self.allowed, self.source = key, problem, allowed, source
+        where = f"{source}: " if source else ""
+        hint = f" (allowed: {allowed})" if allowed else ""
+        super().__init__(f"{where}config key '{key}': {problem}{hint}")
+
+
+class DataFileError(EqagenError):
+    """An input file is missing, corrupt or malformed. Names the file, the field and the fix."""
+
+    def __init__(self, path: object, field: str | None, problem: str, fix: str | None = None):
+        self.path, self.field, self.problem, self.fix = str(path), field, problem, fix
+        at = f" [{field}]" if field else ""
+        tail = f"; fix: {fix}" if fix else ""
+        super().__init__(f"{path}{at}: {problem}{tail}")
+
+
+class UnknownNameError(EqagenError, KeyError):
+    """A name (task type, object type, predicate, preset, ...) that the registry does not know."""
+
+    def __init__(self, kind: str, name: str, known: object):
+        self.kind, self.name = kind, name
+        choices = sorted(str(k) for k in known)  # type: ignore[union-attr]
+        shown = ", ".join(choices[:40]) + (" ..." if len(choices) > 40 else "")
+        super().__init__(f"unknown {kind} '{name}'; known: {shown}")
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+class TaskError(EqagenError, ValueError):
+    """Task parameters that cannot be carried out in the given scene."""

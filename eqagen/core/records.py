@@ -1,0 +1,175 @@
+"""The question record: a program, its structured answer and its text (../docs/DESIGN.md, "Records").
+
+Everything here is plain data with fixed types, so that the questions table has an explicit schema:
+answer values are strings (with ``answer_type`` saying how to read them), never mixed bool/int/str.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from eqagen.core.rng import stable_hash
+
+SPLITS = ("train", "val", "test")
+OPENEQA_CATEGORIES = (
+    "object recognition",
+    "object localization",
+    "attribute recognition",
+    "spatial understanding",
+    "object state recognition",
+    "functional reasoning",
+    "world knowledge",
+)
+EXPRESS_CATEGORIES = ("state", "knowledge", "location", "attribute", "counting", "existence", "object")
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """One filter predicate: ``family`` (property, location, state, position, moment, region, ...),
+    ``key`` (color, on, open, left_of, after, ...), ``value`` (its canonical text: ``green``,
+    ``CounterTop``, ``open Fridge #2``) and ``args`` (JSON-able details, e.g. entity indices)."""
+
+    family: str
+    key: str
+    value: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "key": self.key, "value": self.value, "args": json.dumps(self.args, sort_keys=True)}
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """The final aggregation: ``name`` (listObjects, count, getState, getProperty, getLocation, exists,
+    ...) and its ``arg`` (the state or property asked for, or ``""``)."""
+
+    name: str
+    arg: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "arg": self.arg, "args": json.dumps(self.args, sort_keys=True)}
+
+
+@dataclass(frozen=True)
+class Program:
+    filters: tuple[FilterSpec, ...]
+    query: QuerySpec
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(sorted({f.family for f in self.filters}))
+
+    def signature(self) -> str:
+        """Canonical text of the program; equal programs have equal signatures."""
+        parts = [f"{f.family}:{f.key}={f.value}" for f in self.filters]
+        return f"{self.query.name}({self.query.arg})?" + " AND ".join(sorted(parts))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filters": [f.to_dict() for f in self.filters], "query": self.query.to_dict()}
+
+
+@dataclass(frozen=True)
+class ResultItem:
+    entity: str  # instance id
+    type: str
+    position: tuple[float, float, float]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerGroup:
+    """One group of the structured answer: the grounded predicate value it stands for, the anchor's
+    coordinates (episode frame; None when ungrounded), the entities it holds and the answer value."""
+
+    predicate: str
+    anchor: tuple[float, float, float] | None
+    result: tuple[ResultItem, ...]
+    value: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "predicate": self.predicate,
+            "anchor": list(self.anchor) if self.anchor is not None else None,
+            "result": [asdict(r) | {"position": list(r.position)} for r in self.result],
+            "value": self.value,
+        }
+
+
+@dataclass
+class Paraphrase:
+    question: str
+    answer: str
+    model: str = ""
+    validated: bool = False
+
+
+@dataclass
+class QARecord:
+    """One row of the questions table."""
+
+    episode_id: str
+    scene_id: str
+    family: str
+    backend: str
+    program: Program
+    structured_question: str
+    structured_answer: list[AnswerGroup]
+    answer_type: str  # number, yes/no, color, material, utility, state, object, objects, location, ...
+    answer_key: str  # the canonical answer compared across scenes by balancing
+    question: str
+    answer: str
+    grounded: bool
+    category: str  # one of OPENEQA_CATEGORIES
+    express_category: str  # one of EXPRESS_CATEGORIES
+    balance_key: str  # the ungrounded canonical question
+    query_type: str
+    split: str = ""
+    choices: list[str] = field(default_factory=list)
+    paraphrase: Paraphrase | None = None
+    generator_version: str = ""
+    config_hash: str = ""
+
+    @property
+    def predicate_families(self) -> list[str]:
+        return list(self.program.families)
+
+    @property
+    def n_filters(self) -> int:
+        return len(self.program.filters)
+
+    @property
+    def question_id(self) -> str:
+        """Stable: the same episode and program (and grounding) always give the same id."""
+        return stable_hash(self.episode_id, self.program.signature(), self.grounded, digest_size=10)
+
+    def to_dict(self) -> dict[str, Any]:
+        para = self.paraphrase or Paraphrase(self.question, self.answer, "", False)
+        return {
+            "question_id": self.question_id,
+            "episode_id": self.episode_id,
+            "scene_id": self.scene_id,
+            "family": self.family,
+            "backend": self.backend,
+            "split": self.split,
+            "program": self.program.to_dict(),
+            "structured_question": self.structured_question,
+            "structured_answer": [g.to_dict() for g in self.structured_answer],
+            "answer_type": self.answer_type,
+            "answer_key": self.answer_key,
+            "question": self.question,
+            "answer": self.answer,
+            "paraphrase": asdict(para),
+            "grounded": self.grounded,
+            "category": self.category,
+            "express_category": self.express_category,
+            "balance_key": self.balance_key,
+            "query_type": self.query_type,
+            "choices": list(self.choices),
+            "predicate_families": self.predicate_families,
+            "n_filters": self.n_filters,
+            "generator_version": self.generator_version,
+            "config_hash": self.config_hash,
+        }
