@@ -1,0 +1,51 @@
+"""``eqagen audit DIR [--against OTHER]`` and ``eqagen export DIR --format F --out FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from eqagen.curation.audit_run import audit_dir, checks_as_dicts, compare_with
+from eqagen.outputs.exports import EXPORT_FORMATS, export
+from eqagen.outputs.report import write_report
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    audit = subparsers.add_parser("audit", help="recompute and check a dataset's statistics from its shards")
+    audit.add_argument("dir", type=Path, help="an eqagen output directory")
+    audit.add_argument("--against", type=Path, help="another output directory or an OpenEQA-format JSON file")
+    audit.add_argument("--json", type=Path, help="write the recomputed statistics and checks here")
+    audit.add_argument("--report", type=Path, help="write an HTML report of the recomputed statistics here")
+    audit.set_defaults(func=run_audit)
+
+    exp = subparsers.add_parser("export", help="export a dataset to another benchmark's format")
+    exp.add_argument("dir", type=Path)
+    exp.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+    exp.add_argument("--split", help="only this split (train, val or test)")
+    exp.add_argument("--out", type=Path, required=True)
+    exp.set_defaults(func=run_export)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    stats, checks = audit_dir(args.dir)
+    for c in checks:
+        print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
+    q = stats["questions"]
+    print(f"{q['questions']} questions {q['per_split']}, {stats['episodes']['episodes']} episodes, {q['scenes']} scenes")
+    if args.against:
+        print()
+        print(compare_with(stats, args.against))
+    full = {"dataset": stats, "checks": checks_as_dicts(checks)}
+    if args.json:
+        args.json.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if args.report:
+        write_report(full, args.report)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def run_export(args: argparse.Namespace) -> int:
+    n = export(args.dir, args.format, args.out, split=args.split)
+    print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    return 0

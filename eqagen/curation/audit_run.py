@@ -1,0 +1,176 @@
+"""``eqagen audit``: recompute a dataset's statistics from its shards and check them.
+
+Checks: every shard's sha256 and row count against ``manifest.json``; ``stats.json`` against the
+recomputed statistics; per-question balance; no question (balance key) in two splits. With
+``--against`` it prints two datasets side by side: another eqagen output, or an OpenEQA-format JSON
+file such as OpenEQA's ``open-eqa-v0.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqagen.core import DataFileError
+from eqagen.curation.audit import dataset_stats, sha256_file
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as err:
+        raise DataFileError(path, None, "missing", "is this an eqagen output directory?") from err
+    except json.JSONDecodeError as err:
+        raise DataFileError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from err
+
+
+def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{relative path: {"sha256": ..., "rows": ...}}`` from the manifest's ``shards`` entry."""
+    shards = manifest.get("shards")
+    if isinstance(shards, dict):
+        return shards
+    if isinstance(shards, list):
+        return {s["path"]: s for s in shards}
+    raise DataFileError("manifest.json", "shards", "missing or not a list/mapping of shards")
+
+
+def check_shards(out_dir: Path, manifest: dict[str, Any]) -> list[Check]:
+    listed = manifest_shards(manifest)
+    on_disk = {p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*.parquet")}
+    checks = [
+        Check("no unlisted shards", not (on_disk - set(listed)), ", ".join(sorted(on_disk - set(listed)))),
+        Check("no missing shards", not (set(listed) - on_disk), ", ".join(sorted(set(listed) - on_disk))),
+    ]
+    bad = [rel for rel in sorted(set(listed) & on_disk) if sha256_file(out_dir / rel) != listed[rel]["sha256"]]
+    checks.append(Check("shard checksums match the manifest", not bad, ", ".join(bad)))
+    return checks
+
+
+def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two JSON-like values differ (floats compared to 1e-6)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                out.append(f"{path}/{k}")
+            else:
+                out += _diff_paths(a[k], b[k], f"{path}/{k}")
+        return out
+    if isinstance(a, float) or isinstance(b, float):
+        ok = a is not None and b is not None and abs(float(a) - float(b)) <= 1e-6
+        return [] if ok else [path]
+    return [] if a == b else [path]
+
+
+def check_stats(recorded: dict[str, Any], recomputed: dict[str, Any]) -> Check:
+    diffs = _diff_paths(recorded.get("dataset", {}), recomputed)
+    return Check("stats.json equals the statistics recomputed from the shards", not diffs, ", ".join(diffs[:10]))
+
+
+def check_dataset(stats: dict[str, Any]) -> list[Check]:
+    q = stats["questions"]
+    bal, leak = q["balance"], q["leakage"]
+    shared = {k: v for k, v in leak["balance_keys_in_several_splits"].items() if v}
+    return [
+        Check(
+            "every question group exactly balanced",
+            bal["groups"] == 0 or bal["exactly_balanced_share"] == 1.0,
+            f"share {bal['exactly_balanced_share']}",
+        ),
+        Check("no question in two splits", not shared, json.dumps(shared)),
+        Check("question ids unique", leak["duplicate_question_ids"] == 0, str(leak["duplicate_question_ids"])),
+    ]
+
+
+def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
+    """Recomputed statistics and the checks; raises DataFileError for a directory that is no dataset."""
+    out_dir = Path(out_dir)
+    manifest = _load_json(out_dir / "manifest.json")
+    checks = check_shards(out_dir, manifest)
+    recomputed = dataset_stats(out_dir)
+    if (out_dir / "stats.json").exists():
+        checks.append(check_stats(_load_json(out_dir / "stats.json"), recomputed))
+    else:
+        checks.append(Check("stats.json present", False, "missing"))
+    checks += check_dataset(recomputed)
+    return recomputed, checks
+
+
+def openeqa_stats(path: Path) -> dict[str, Any]:
+    """The comparable part of the statistics of an OpenEQA-format JSON file."""
+    items = _load_json(path)
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise DataFileError(path, None, "expected a JSON list of question objects (OpenEQA format)")
+    for i, item in enumerate(items):
+        missing = {"question", "answer", "category"} - set(item)
+        if missing:
+            raise DataFileError(path, f"[{i}]", f"missing keys {sorted(missing)}")
+    cats: dict[str, int] = {}
+    for item in items:
+        cats[item["category"]] = cats.get(item["category"], 0) + 1
+    q_words = np.array([len(i["question"].split()) for i in items], float)
+    a_words = np.array([len(i["answer"].split()) for i in items], float)
+    return {
+        "questions": len(items),
+        "openeqa_category": dict(sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "question_words_mean": round(float(q_words.mean()), 3) if len(items) else 0.0,
+        "answer_words_mean": round(float(a_words.mean()), 3) if len(items) else 0.0,
+    }
+
+
+def comparable(stats: dict[str, Any]) -> dict[str, Any]:
+    """The same shape as :func:`openeqa_stats` from an eqagen dataset's statistics."""
+    q = stats["questions"]
+    d = q["distributions"]
+    return {
+        "questions": q["questions"],
+        "openeqa_category": d["openeqa_category"],
+        "question_words_mean": d["question_words"]["mean"],
+        "answer_words_mean": d["answer_words"]["mean"],
+        "query_type": d["query_type"],
+        "filter_family": d["filter_family"],
+        "grounded_share": d["grounded_share"],
+        "blind_baseline": q["balance"]["blind_baseline"],
+    }
+
+
+def side_by_side(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> str:
+    """A text table: scalars as values, distributions as shares of each dataset's total."""
+    rows = [("", names[0], names[1])]
+    for key in list(dict.fromkeys(list(a) + list(b))):
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) or isinstance(vb, dict):
+            va, vb = va or {}, vb or {}
+            ta, tb = sum(va.values()) or 1, sum(vb.values()) or 1
+            rows.append((f"{key}:", "", ""))
+            for k in list(dict.fromkeys(list(va) + list(vb))):
+                rows.append((f"  {k}", f"{va.get(k, 0) / ta:.3f}", f"{vb.get(k, 0) / tb:.3f}"))
+        else:
+            rows.append((key, "-" if va is None else str(va), "-" if vb is None else str(vb)))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}" for r in rows)
+
+
+def compare_with(stats: dict[str, Any], other: Path) -> str:
+    other = Path(other)
+    if other.is_dir():
+        other_stats, _ = audit_dir(other)
+        theirs = comparable(other_stats)
+    else:
+        theirs = openeqa_stats(other)
+    return side_by_side(comparable(stats), theirs, ("this", other.name))
+
+
+def checks_as_dicts(checks: list[Check]) -> list[dict[str, Any]]:
+    return [asdict(c) for c in checks]

@@ -1,0 +1,98 @@
+"""Exports of a dataset to other benchmarks' formats.
+
+- ``openeqa``: OpenEQA's JSON list (``question, answer, category, question_id, episode_history`` and,
+  where a validated paraphrase gives a second wording of the answer, ``extra_answers``), so OpenEQA's
+  own LLM-Match evaluation scores models on our data.
+- ``jsonl``: every column of the questions table, one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError
+from eqagen.curation.audit import read_table
+
+EXPORT_FORMATS = ("openeqa", "jsonl", "express")
+OPENEQA_COLUMNS = (
+    "question_id",
+    "episode_id",
+    "backend",
+    "split",
+    "question",
+    "answer",
+    "category",
+    "paraphrase",
+)
+
+
+def _questions(out_dir: Path, split: str | None, columns: tuple[str, ...] | None = None) -> list[dict]:
+    table = read_table(out_dir, "questions", columns)
+    if split:
+        present = sorted(set(table["split"].to_pylist()))
+        if split not in present:
+            raise ConfigError("--split", f"no questions in split '{split}'", ", ".join(present))
+        table = table.filter(pc.equal(table["split"], split))
+    return table.sort_by("question_id").to_pylist()
+
+
+def openeqa_item(row: dict[str, Any]) -> dict[str, Any]:
+    """One question in OpenEQA's record form; the paraphrase is used where it was validated."""
+    if row["category"] not in OPENEQA_CATEGORIES:
+        raise DataFileError("questions", "category", f"'{row['category']}' is not an OpenEQA category")
+    para = row.get("paraphrase") or {}
+    validated = bool(para.get("validated"))
+    question = para["question"] if validated else row["question"]
+    item = {
+        "question": question,
+        "answer": row["answer"],
+        "category": row["category"],
+        "question_id": row["question_id"],
+        "episode_history": f"eqagen-{row['backend']}/{row['episode_id']}",
+    }
+    if validated and para.get("answer") and para["answer"] != row["answer"]:
+        item["extra_answers"] = [para["answer"]]
+    return item
+
+
+def export_openeqa(out_dir: Path, dest: Path, split: str | None = None) -> int:
+    items = [openeqa_item(r) for r in _questions(out_dir, split, OPENEQA_COLUMNS)]
+    _write_atomic(dest, json.dumps(items, indent=2, ensure_ascii=False) + "\n")
+    return len(items)
+
+
+def _jsonl_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def export_jsonl(out_dir: Path, dest: Path, split: str | None = None) -> int:
+    rows = _questions(out_dir, split)
+    _write_atomic(dest, "".join(_jsonl_lines(rows)))
+    return len(rows)
+
+
+def _write_atomic(dest: Path, text: str) -> None:
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(dest)
+
+
+def export(out_dir: Path, fmt: str, dest: Path, split: str | None = None) -> int:
+    """Write ``dest`` in format ``fmt``; returns the number of records written."""
+    if fmt == "openeqa":
+        return export_openeqa(out_dir, dest, split)
+    if fmt == "jsonl":
+        return export_jsonl(out_dir, dest, split)
+    if fmt == "express":
+        from eqagen.outputs.export_express import export_express  # navigation only; imported on demand
+
+        return export_express(out_dir, dest, split=split)
+    raise ConfigError("--format", f"unknown export format '{fmt}'", ", ".join(EXPORT_FORMATS))

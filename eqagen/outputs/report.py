@@ -1,0 +1,104 @@
+"""``report.html``: the audit as one self-contained page (plots embedded as PNG data URIs).
+
+matplotlib draws the plots (Agg backend: no display needed); jinja2 lays out the page. The page loads
+nothing from the network and needs no server.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # the backend must be chosen before this import
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("eqagen", "templates/report"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _png(fig: plt.Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def bar_plot(title: str, counts: Mapping[str, float], top: int = 20) -> str:
+    items = list(counts.items())[:top]
+    fig, ax = plt.subplots(figsize=(6.4, 0.3 * max(len(items), 3) + 1.0))
+    labels = [str(k) for k, _ in items][::-1]
+    ax.barh(labels, [v for _, v in items][::-1], color="#4C72B0")
+    ax.set_title(title)
+    ax.tick_params(axis="y", labelsize=8)
+    return _png(fig)
+
+
+def funnel_plot(funnel: Mapping[str, Mapping[str, Any]]) -> str:
+    """Candidates entering and leaving each stage, with the largest rejection reasons."""
+    stages = list(funnel)
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 * max(len(stages), 2) + 1.0))
+    ins = [funnel[s].get("in", 0) for s in stages][::-1]
+    outs = [funnel[s].get("out", 0) for s in stages][::-1]
+    ax.barh(stages[::-1], ins, color="#DD8452", label="in")
+    ax.barh(stages[::-1], outs, color="#55A868", label="kept")
+    ax.set_xscale("symlog")
+    ax.legend(loc="lower right")
+    ax.set_title("Funnel per stage")
+    return _png(fig)
+
+
+def split_plot(per_split_family: Mapping[str, Mapping[str, int]]) -> str:
+    """Stacked bars: each split's composition by query type."""
+    splits = list(per_split_family)
+    kinds = sorted({k for v in per_split_family.values() for k in v})
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    bottom = [0.0] * len(splits)
+    for kind in kinds:
+        vals = [per_split_family[s].get(kind, 0) / max(sum(per_split_family[s].values()), 1) for s in splits]
+        ax.bar(splits, vals, bottom=bottom, label=kind)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("share of split")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    ax.set_title("Split composition by query type")
+    return _png(fig)
+
+
+def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit") -> str:
+    q = stats["dataset"]["questions"]
+    d = q["distributions"]
+    plots = [
+        ("Query types", bar_plot("Query types", d["query_type"])),
+        ("Filter families", bar_plot("Filter families", d["filter_family"])),
+        (
+            "Filter-family combinations",
+            bar_plot("Filter-family combinations", d["filter_family_combination"]),
+        ),
+        ("Number of filters", bar_plot("Number of filters", d["n_filters"])),
+        ("Answer types", bar_plot("Answer types", d["answer_type"])),
+        ("OpenEQA categories", bar_plot("OpenEQA categories", d["openeqa_category"])),
+        (
+            "Answers per balance group",
+            bar_plot("Distinct answers per balance group", q["balance"].get("answers_per_group", {})),
+        ),
+    ]
+    if stats.get("funnel"):
+        plots.insert(0, ("Funnel", funnel_plot(stats["funnel"])))
+    if q.get("per_split_query_type"):
+        plots.append(("Splits", split_plot(q["per_split_query_type"])))
+    return _TEMPLATES.get_template("report.html.j2").render(title=title, stats=stats, plots=plots)
+
+
+def write_report(stats: Mapping[str, Any], path: Path) -> Path:
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render_report(stats), encoding="utf-8")
+    tmp.replace(path)
+    return path
