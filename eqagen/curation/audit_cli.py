@@ -32,8 +32,8 @@ def run_audit(args: argparse.Namespace) -> int:
     stats, checks = audit_dir(args.dir)
     for c in checks:
         print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
-    q = stats["questions"]
-    print(f"{q['questions']} questions {q['per_split']}, {stats['episodes']['episodes']} episodes, {q['scenes']} scenes")
+    q, n_episodes = stats["questions"], stats["episodes"]["episodes"]
+    print(f"{q['questions']} questions {q['per_split']}, {n_episodes} episodes, {q['scenes']} scenes")
     if args.against:
         print()
         print(compare_with(stats, args.against))
