@@ -1,0 +1,294 @@
+"""Readers for ALFRED's published data: ``traj_data.json`` (json_2.1.0) and the floor-plan layouts.
+
+ALFRED's ``traj_data.json`` holds, under ``scene``, the floor plan, the initial poses of every movable
+object (``object_poses``: ``objectName`` ``Type_hash`` and a position), lamp toggles, the dirty/empty
+flag and the agent's start (``init_action``, a ``TeleportFull``). Train and valid trajectories add the
+expert plan (``plan.low_actions[*].api_action``: the exact AI2-THOR call), ``task_type`` and
+``pddl_params``; the test split has neither. Some conversions store the ``scene`` values as Python
+literals in strings (``"'FloorPlan402'"``), so every scene field is decoded with ``literal_eval``.
+
+The layouts (ALFRED's ``gen/layouts``) give per floor plan the reachable ``(x, z)`` points, the object
+types present and, for openable/receptacle objects, their objectId and an interaction pose.
+AI2-THOR objectIds encode the object's position: ``Type|x|y|z`` (``Sink|x|y|z|SinkBasin`` for a
+sub-object, ``Apple|x|y|z|AppleSliced_2`` for a slice).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eqagen.core import DataFileError
+
+TASK_TYPES = (
+    "pick_and_place_simple",
+    "pick_two_obj_and_place",
+    "look_at_obj_in_light",
+    "pick_clean_then_place_in_recep",
+    "pick_heat_then_place_in_recep",
+    "pick_cool_then_place_in_recep",
+    "pick_and_place_with_movable_recep",
+)
+LAYOUTS_HINT = (
+    "pass --layouts DIR or set EQAGEN_REALDATA so that $EQAGEN_REALDATA/alfred/layouts exists; the files "
+    "are ALFRED's gen/layouts (https://github.com/askforalfred/alfred/tree/master/gen/layouts)"
+)
+
+
+@dataclass(frozen=True)
+class ParsedId:
+    """An AI2-THOR objectId taken apart: the object type, the encoded position and the sub-object suffix."""
+
+    object_id: str
+    object_type: str
+    position: tuple[float, float, float]
+    base_type: str  # the first field (``Sink`` for ``Sink|..|SinkBasin``, ``Apple`` for a slice)
+    suffix: str = ""
+
+
+def parse_object_id(object_id: str, source: object = "<objectId>") -> ParsedId:
+    """``Type|x|y|z[|Sub]`` -> :class:`ParsedId`; the type is the sub-object's when there is one."""
+    parts = object_id.split("|")
+    if len(parts) < 4:
+        raise DataFileError(source, "objectId", f"'{object_id}' is not of the form Type|x|y|z")
+    try:
+        pos = (float(parts[1]), float(parts[2]), float(parts[3]))
+    except ValueError as exc:
+        raise DataFileError(source, "objectId", f"'{object_id}' has a non-numeric coordinate") from exc
+    suffix = "|".join(parts[4:])
+    obj_type = suffix.split("_")[0] if suffix else parts[0]
+    return ParsedId(object_id, obj_type, pos, parts[0], suffix)
+
+
+def format_object_id(object_type: str, position: tuple[float, float, float]) -> str:
+    """AI2-THOR's objectId text for a position: signed, zero-padded, two decimals (``+00.63``)."""
+    return object_type + "".join(f"|{v:+06.2f}" for v in position)
+
+
+@dataclass(frozen=True)
+class ObjectPose:
+    object_name: str  # ``Type_hash``; repeated names are duplicates AI2-THOR spawns
+    object_type: str
+    position: tuple[float, float, float]
+    rotation: tuple[float, float, float]
+
+
+@dataclass
+class AlfredTrajectory:
+    """One ``traj_data.json``. ``task_type``/``pddl_params``/``low_actions`` are empty on the test split."""
+
+    path: Path
+    task_id: str
+    floor_plan: str
+    scene_num: int
+    object_poses: list[ObjectPose]
+    object_toggles: list[dict[str, Any]]
+    dirty_and_empty: bool
+    init_action: dict[str, Any]
+    random_seed: int = 0
+    task_type: str | None = None
+    pddl_params: dict[str, Any] = field(default_factory=dict)
+    low_actions: list[dict[str, Any]] = field(default_factory=list)
+    high_pddl: list[dict[str, Any]] = field(default_factory=list)
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def has_plan(self) -> bool:
+        return bool(self.low_actions)
+
+    def instruction(self, repeat_idx: int = 0) -> str:
+        """The human goal instruction (``task_desc``) of one annotation; "" when there is none."""
+        if not self.annotations:
+            return ""
+        return str(self.annotations[min(repeat_idx, len(self.annotations) - 1)].get("task_desc", ""))
+
+    @property
+    def agent_start(self) -> tuple[float, float, float, float, float]:
+        a = self.init_action
+        return (float(a["x"]), float(a["y"]), float(a["z"]), float(a["rotation"]), float(a["horizon"]))
+
+
+def _literal(value: Any, path: Path, field_name: str) -> Any:
+    """Scene values come either as JSON values or as Python literals inside strings."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value  # a plain string (a floor plan name stored unquoted)
+
+
+def _require(d: dict[str, Any], key: str, path: Path, where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise DataFileError(path, f"{where}{key}", "missing", "use ALFRED's json_2.1.0 traj_data.json files")
+    return d[key]
+
+
+def _parse_pose(raw: Any, path: Path, i: int) -> ObjectPose:
+    where = f"scene.object_poses[{i}]"
+    try:
+        name = str(raw["objectName"])
+        p, r = raw["position"], raw.get("rotation", {"x": 0.0, "y": 0.0, "z": 0.0})
+        pos = (float(p["x"]), float(p["y"]), float(p["z"]))
+        rot = (float(r["x"]), float(r["y"]), float(r["z"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataFileError(
+            path, where, f"malformed pose ({exc!r})", "each pose needs objectName and position x/y/z"
+        ) from exc
+    return ObjectPose(name, name.split("_")[0], pos, rot)
+
+
+def _parse_init_action(raw: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(raw, dict) or any(k not in raw for k in ("x", "y", "z", "rotation", "horizon")):
+        raise DataFileError(path, "scene.init_action", "needs x, y, z, rotation and horizon (a TeleportFull)")
+    return raw
+
+
+def _parse_low_actions(plan: Any, path: Path) -> list[dict[str, Any]]:
+    actions = []
+    for i, step in enumerate(plan.get("low_actions", []) if isinstance(plan, dict) else []):
+        api = step.get("api_action") if isinstance(step, dict) else None
+        if not isinstance(api, dict) or "action" not in api:
+            raise DataFileError(path, f"plan.low_actions[{i}].api_action", "missing or has no 'action'")
+        actions.append(api)
+    return actions
+
+
+def _parse_scene(scene: dict[str, Any], path: Path) -> dict[str, Any]:
+    s = {k: _literal(v, path, k) for k, v in scene.items()}
+    floor_plan = str(_require(s, "floor_plan", path, "scene."))
+    if not floor_plan.startswith("FloorPlan"):
+        raise DataFileError(path, "scene.floor_plan", f"'{floor_plan}' is not a FloorPlanN name")
+    poses_raw = _require(s, "object_poses", path, "scene.")
+    if not isinstance(poses_raw, list):
+        raise DataFileError(path, "scene.object_poses", "is not a list")
+    return {
+        "floor_plan": floor_plan,
+        "scene_num": int(s.get("scene_num", floor_plan[len("FloorPlan") :])),
+        "object_poses": [_parse_pose(p, path, i) for i, p in enumerate(poses_raw)],
+        "object_toggles": list(s.get("object_toggles") or []),
+        "dirty_and_empty": bool(s.get("dirty_and_empty", False)),
+        "init_action": _parse_init_action(_require(s, "init_action", path, "scene."), path),
+        "random_seed": int(s.get("random_seed", 0) or 0),
+    }
+
+
+def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
+    """Read one ``traj_data.json``; raises DataFileError naming the file and field when malformed."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise DataFileError(path, None, "file not found") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataFileError(path, None, f"not valid JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise DataFileError(path, None, "top level is not an object")
+    scene = _parse_scene(_require(raw, "scene", path, ""), path)
+    anns = _literal(raw.get("turk_annotations", {}), path, "turk_annotations")
+    plan = _literal(raw.get("plan", {}), path, "plan")
+    return AlfredTrajectory(
+        path=path,
+        task_id=str(_literal(raw.get("task_id", path.parent.name), path, "task_id")),
+        task_type=raw.get("task_type") or None,
+        pddl_params=dict(raw.get("pddl_params") or {}),
+        low_actions=_parse_low_actions(plan, path),
+        high_pddl=list(plan.get("high_pddl", [])) if isinstance(plan, dict) else [],
+        annotations=list(anns.get("anns", [])) if isinstance(anns, dict) else [],
+        **scene,
+    )
+
+
+def iter_trajectory_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """Every ``traj_data.json`` under ``root`` in a stable (sorted) order, streamed directory by directory."""
+    root = Path(root)
+    if root.is_file():
+        yield root
+        return
+    if not root.is_dir():
+        raise DataFileError(
+            root, None, "is not a directory", "point at an ALFRED json_2.1.0 split or data root"
+        )
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if "traj_data.json" in filenames:
+            yield Path(dirpath) / "traj_data.json"
+
+
+@dataclass
+class Layout:
+    """A floor plan's static data: reachable ``(x, z)`` points, object types present, openable objects."""
+
+    floor_plan: str
+    reachable: np.ndarray  # [K, 2]
+    object_types: list[str]
+    openable: dict[str, tuple[float, float, float, float]]  # objectId -> (x, z, rotation, horizon)
+
+
+def find_layouts_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``explicit``, else ``$EQAGEN_REALDATA/alfred/layouts``; a DataFileError says where to get them."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_dir():
+            raise DataFileError(path, "--layouts", "layouts directory not found", LAYOUTS_HINT)
+        return path
+    env = os.environ.get("EQAGEN_REALDATA")
+    if env and (Path(env) / "alfred" / "layouts").is_dir():
+        return Path(env) / "alfred" / "layouts"
+    where = f"{env}/alfred/layouts" if env else "$EQAGEN_REALDATA (unset)"
+    raise DataFileError(where, "layouts", "ALFRED floor-plan layouts not found", LAYOUTS_HINT)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    if not path.is_file():
+        raise DataFileError(path, what, "layout file not found", LAYOUTS_HINT)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DataFileError(path, what, f"not valid JSON ({exc})") from exc
+
+
+def _read_reachable(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise DataFileError(path, "layout", "layout file not found", LAYOUTS_HINT)
+    try:
+        pts = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise DataFileError(path, "layout", f"not a numpy array file ({exc})") from exc
+    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) == 0:
+        raise DataFileError(path, "layout", f"expected a non-empty [K, 2] array of (x, z), got {pts.shape}")
+    return pts.astype(np.float64)
+
+
+def _parse_openable(raw: Any, path: Path) -> dict[str, tuple[float, float, float, float]]:
+    if not isinstance(raw, dict):
+        raise DataFileError(path, "openable", "expected an object objectId -> [x, z, rotation, horizon]")
+    out = {}
+    for oid, pose in raw.items():
+        if not isinstance(pose, list) or len(pose) != 4:
+            raise DataFileError(path, oid, f"interaction pose {pose!r} is not [x, z, rotation, horizon]")
+        parse_object_id(oid, path)
+        out[oid] = (float(pose[0]), float(pose[1]), float(pose[2]), float(pose[3]))
+    return out
+
+
+def read_layout(floor_plan: str, layouts_dir: str | os.PathLike[str]) -> Layout:
+    """The three layout files of one floor plan."""
+    d = Path(layouts_dir)
+    types = _read_json(d / f"{floor_plan}-objects.json", "objects")
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise DataFileError(
+            d / f"{floor_plan}-objects.json", "objects", "expected a list of object type names"
+        )
+    openable = _parse_openable(
+        _read_json(d / f"{floor_plan}-openable.json", "openable"), d / f"{floor_plan}-openable.json"
+    )
+    reachable = _read_reachable(d / f"{floor_plan}-layout.npy")
+    return Layout(floor_plan, reachable, list(types), openable)
