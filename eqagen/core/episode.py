@@ -179,6 +179,21 @@ def _array_to_list(a: np.ndarray) -> list:
     return a.tolist()
 
 
+def _field_to_dict(tl: Timeline, name: str) -> dict[str, Any]:
+    """One timeline field with every value flattened to float64, so all fields share one fixed schema
+    (float64 holds int32 indices and bools exactly); ``dtype`` and ``width`` restore the shape."""
+    initial, changes = tl.initial[name], tl.changes[name]
+    return {
+        "name": name,
+        "dtype": str(initial.dtype),
+        "width": int(np.prod(initial.shape[1:], dtype=np.int64)),
+        "initial": initial.astype(np.float64).ravel().tolist(),
+        "t": _array_to_list(changes.t),
+        "entity": _array_to_list(changes.entity),
+        "value": changes.value.astype(np.float64).ravel().tolist(),
+    }
+
+
 def episode_to_dict(ep: Episode) -> dict[str, Any]:
     tl = ep.timeline
     return {
@@ -207,23 +222,9 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
             "attributes": [json.dumps(a, sort_keys=True) for a in ep.entities.attributes],
             "capabilities": [list(c) for c in ep.entities.capabilities],
         },
-        "timeline": {
-            "n_steps": tl.n_steps,
-            "fields": [
-                {
-                    "name": name,
-                    "dtype": str(tl.initial[name].dtype),
-                    "initial": _array_to_list(tl.initial[name]),
-                    "t": _array_to_list(tl.changes[name].t),
-                    "entity": _array_to_list(tl.changes[name].entity),
-                    "value": _array_to_list(tl.changes[name].value),
-                }
-                for name in tl.initial
-            ],
-        },
+        "timeline": {"n_steps": tl.n_steps, "fields": [_field_to_dict(tl, name) for name in tl.initial]},
         "events": [
-            {"t": e.t, "kind": e.kind, "entity": e.entity, "target": e.target, "ordinal": e.ordinal}
-            for e in ep.events
+            {"t": e.t, "kind": e.kind, "entity": e.entity, "target": e.target, "ordinal": e.ordinal} for e in ep.events
         ],
         "regions": [
             {"region_id": r.region_id, "category": r.category, "footprint": list(r.footprint), "name": r.name}
@@ -233,9 +234,10 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
 
 
 def _field_from_dict(f: dict[str, Any]) -> tuple[np.ndarray, FieldChanges]:
-    dtype = np.dtype(f["dtype"])
-    initial = np.asarray(f["initial"], dtype=dtype)
-    value = np.asarray(f["value"], dtype=dtype).reshape((-1,) + initial.shape[1:])
+    dtype, width = np.dtype(f["dtype"]), int(f["width"])
+    shape = (-1,) if width == 1 else (-1, width)
+    initial = np.asarray(f["initial"], dtype=np.float64).astype(dtype).reshape(shape)
+    value = np.asarray(f["value"], dtype=np.float64).astype(dtype).reshape(shape)
     changes = FieldChanges(
         t=np.asarray(f["t"], dtype=np.int32), entity=np.asarray(f["entity"], dtype=np.int32), value=value
     )
@@ -275,9 +277,7 @@ def episode_from_dict(d: dict[str, Any]) -> Episode:
         entities=entities,
         timeline=Timeline(n_steps=int(tl["n_steps"]), initial=initial, changes=changes),
         events=[Event(**ev) for ev in d["events"]],
-        regions=[
-            Region(r["region_id"], r["category"], tuple(r["footprint"]), r.get("name", "")) for r in d["regions"]
-        ],
+        regions=[Region(r["region_id"], r["category"], tuple(r["footprint"]), r.get("name", "")) for r in d["regions"]],
         frame=FrameTransform.from_dict(d["frame"]),
         meta=json.loads(d["meta"]),
     )

@@ -37,7 +37,12 @@ class FilterSpec:
     args: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "key": self.key, "value": self.value, "args": json.dumps(self.args, sort_keys=True)}
+        return {
+            "family": self.family,
+            "key": self.key,
+            "value": self.value,
+            "args": json.dumps(self.args, sort_keys=True),
+        }
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def diff_field(arr: np.ndarray) -> FieldChanges:
 def rebuild_field(n_steps: int, initial: np.ndarray, changes: FieldChanges) -> np.ndarray:
     """Vectorised replay: for each (t, entity) take the latest change at or before t, else the initial."""
     n = initial.shape[0]
-    out = np.broadcast_to(initial, (n_steps,) + initial.shape).copy()
+    out = np.broadcast_to(initial, (n_steps, *initial.shape)).copy()
     if len(changes) == 0:
         return out
     last = np.full((n_steps, n), -1, dtype=np.int64)
@@ -112,9 +112,7 @@ class TimelineRecorder:
     """
 
     def __init__(self, max_steps: int, template: dict[str, np.ndarray]):
-        self._buffers = {
-            name: np.empty((max_steps,) + arr.shape, dtype=arr.dtype) for name, arr in template.items()
-        }
+        self._buffers = {name: np.empty((max_steps, *arr.shape), dtype=arr.dtype) for name, arr in template.items()}
         self._t = 0
 
     @property
