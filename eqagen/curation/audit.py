@@ -59,10 +59,16 @@ def value_counts(array: pa.ChunkedArray | pa.Array) -> dict[str, int]:
     return dict(sorted(pairs, key=lambda p: (-p[1], p[0])))
 
 
+def word_counts(texts: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Words per text, as Python's ``str.split()`` counts them."""
+    trimmed = pc.utf8_trim_whitespace(texts)
+    n = pc.list_value_length(pc.split_pattern_regex(trimmed, r"\s+"))
+    n = pc.if_else(pc.equal(pc.utf8_length(trimmed), 0), 0, n)
+    return np.asarray(n.to_numpy(zero_copy_only=False), float)
+
+
 def _word_lengths(texts: pa.ChunkedArray) -> dict[str, float]:
-    n = np.asarray(
-        pc.list_value_length(pc.utf8_split_whitespace(texts)).to_numpy(zero_copy_only=False), float
-    )
+    n = word_counts(texts)
     if n.size == 0:
         return {"mean": 0.0, "p50": 0.0, "p95": 0.0, "max": 0.0}
     return {

@@ -50,7 +50,6 @@ def funnel_plot(funnel: Mapping[str, Mapping[str, Any]]) -> str:
     outs = [funnel[s].get("out", 0) for s in stages][::-1]
     ax.barh(stages[::-1], ins, color="#DD8452", label="in")
     ax.barh(stages[::-1], outs, color="#55A868", label="kept")
-    ax.set_xscale("symlog")
     ax.legend(loc="lower right")
     ax.set_title("Funnel per stage")
     return _png(fig)

@@ -1,0 +1,86 @@
+"""A small synthetic dataset directory, written with plain pyarrow, for the audit's unit tests.
+
+Independent of the pipeline on purpose: the audit must read any directory of the documented layout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eqagen.core import OPENEQA_CATEGORIES, Entities, Episode, Steps, Timeline
+from eqagen.curation.audit import sha256_file
+
+QUERY_TYPES = ("count", "listObjects", "getState", "getProperty", "getLocation")
+FAMILIES = ("property", "location", "state", "position", "moment")
+
+
+def random_episode(rng: np.random.Generator, episode_id: str, scene_id: str) -> Episode:
+    T, N = int(rng.integers(3, 30)), 4
+    pose = np.zeros((T, 5), np.float32)
+    pose[:, 0] = rng.integers(0, 3, T) * 0.25  # few cells, so some episodes revisit a pose
+    pose[:, 3] = rng.choice([0, 90, 180, 270], T)
+    success = rng.random(T) < 0.8
+    success[0] = True
+    steps = Steps(
+        action=["Initialize"] + ["MoveAhead"] * (T - 1),
+        target=np.full(T, -1, np.int32),
+        receptacle=np.full(T, -1, np.int32),
+        args=[{} for _ in range(T)],
+        success=success,
+        error=["" if s else "blocked" for s in success],
+        pose=pose,
+        held=np.full(T, -1, np.int32),
+    )
+    dense = {"position": np.zeros((T, N, 3), np.float32), "visible": rng.random((T, N)) < 0.5,
+             "parent": np.full((T, N), -1, np.int32)}  # fmt: skip
+    ents = Entities([f"Cup#{i}" for i in range(N)], ["Cup"] * N, [""] * N, [{}] * N, [()] * N)
+    return Episode(episode_id, "household", "embedded", scene_id, 0, {"type": "x"}, steps, ents,
+                   Timeline.from_dense(dense), [], meta={"success": bool(rng.random() < 0.5)})  # fmt: skip
+
+
+def random_questions(rng: np.random.Generator, n: int, episodes: list[Episode]) -> list[dict]:
+    rows = []
+    splits = np.array(["train", "val", "test"])
+    for i in range(n):
+        ep = episodes[int(rng.integers(len(episodes)))]
+        fams = sorted(set(rng.choice(FAMILIES, int(rng.integers(1, 4))).tolist()))
+        validated = bool(rng.random() < 0.6)
+        rows.append({
+            "question_id": f"q{i:05d}", "episode_id": ep.episode_id, "scene_id": ep.scene_id,
+            "family": "household", "backend": "embedded", "split": str(rng.choice(splits, p=[0.7, 0.15, 0.15])),
+            "query_type": str(rng.choice(QUERY_TYPES)), "answer_type": str(rng.choice(["number", "yes/no"])),
+            "answer_key": str(rng.integers(0, 3)), "grounded": bool(rng.random() < 0.4),
+            "category": str(rng.choice(OPENEQA_CATEGORIES)), "express_category": "counting",
+            "balance_key": f"how many things of kind {int(rng.integers(0, 15))}?", "predicate_families": fams,
+            "n_filters": len(fams), "question": "how many cups " * int(rng.integers(1, 4)), "answer": "two",
+            "paraphrase": {"question": "cups: how many?", "answer": "2 cups", "model": "m" if validated else "",
+                           "validated": validated},
+        })  # fmt: skip
+    return rows
+
+
+def write_dataset(out: Path, seed: int = 0, n_questions: int = 400) -> Path:
+    rng = np.random.default_rng(seed)
+    episodes = [random_episode(rng, f"ep{i}", f"scene{i % 7}") for i in range(20)]
+    rows = random_questions(rng, n_questions, episodes)
+    shards: dict[str, dict] = {}
+    for split in ("train", "val", "test"):
+        part = [r for r in rows if r["split"] == split]
+        path = out / "questions" / f"split={split}" / "part-00000.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(part), path)
+        shards[path.relative_to(out).as_posix()] = {"rows": len(part)}
+    ep_rows = [ep.to_dict() for ep in episodes]
+    path = out / "episodes" / "part-00000.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(ep_rows), path)
+    shards[path.relative_to(out).as_posix()] = {"rows": len(ep_rows)}
+    for rel, info in shards.items():
+        info["sha256"] = sha256_file(out / rel)
+    (out / "manifest.json").write_text(json.dumps({"seed": seed, "shards": shards}))
+    return out

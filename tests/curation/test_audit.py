@@ -1,0 +1,102 @@
+"""The audit's statistics equal plain recounts, and its checks catch tampering."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+
+from eqagen.core import DataFileError
+from eqagen.curation.audit import build_stats, dataset_stats, read_table
+from eqagen.curation.audit_run import audit_dir, compare_with, openeqa_stats
+from tests.curation.audit_fixtures import write_dataset
+
+
+@pytest.fixture()
+def dataset(tmp_path):
+    out = write_dataset(tmp_path / "ds", seed=3)
+    q, e = read_table(out, "questions"), read_table(out, "episodes")
+    (out / "stats.json").write_text(json.dumps(build_stats(q, e, {"programs": {"in": 9, "out": 4}})))
+    return out
+
+
+def _rows(out):
+    return read_table(out, "questions").to_pylist()
+
+
+def test_distributions_equal_plain_recounts(dataset):
+    rows, stats = _rows(dataset), dataset_stats(dataset)["questions"]
+    d = stats["distributions"]
+    assert stats["questions"] == len(rows)
+    assert d["query_type"] == dict(Counter(r["query_type"] for r in rows))
+    assert d["filter_family"] == dict(Counter(f for r in rows for f in r["predicate_families"]))
+    assert d["n_filters"] == {str(k): v for k, v in Counter(r["n_filters"] for r in rows).items()}
+    assert d["grounded_share"] == pytest.approx(sum(r["grounded"] for r in rows) / len(rows), abs=1e-6)
+    assert stats["per_split"] == dict(Counter(r["split"] for r in rows))
+    words = [len(r["question"].split()) for r in rows]
+    assert d["question_words"]["mean"] == pytest.approx(sum(words) / len(words), abs=1e-3)
+
+
+def test_blind_baseline_is_majority_answer_accuracy(dataset):
+    rows = _rows(dataset)
+    groups: dict[str, Counter] = {}
+    for r in rows:
+        groups.setdefault(r["balance_key"], Counter())[r["answer_key"]] += 1
+    expected = sum(c.most_common(1)[0][1] for c in groups.values()) / len(rows)
+    bal = dataset_stats(dataset)["questions"]["balance"]
+    assert bal["blind_baseline"] == pytest.approx(expected, abs=1e-6)
+    assert bal["groups"] == len(groups)
+
+
+def test_leakage_counts_scenes_and_questions_shared_between_splits(dataset):
+    rows = _rows(dataset)
+    by_split = {s: {r["scene_id"] for r in rows if r["split"] == s} for s in ("train", "val", "test")}
+    leak = dataset_stats(dataset)["questions"]["leakage"]
+    assert leak["scene_overlap"]["test&train"] == len(by_split["test"] & by_split["train"])
+    keys = {s: {r["balance_key"] for r in rows if r["split"] == s} for s in ("train", "val")}
+    assert leak["balance_keys_in_several_splits"]["train&val"] == len(keys["train"] & keys["val"])
+
+
+def test_episode_stats_recounted(dataset):
+    eps = read_table(dataset, "episodes").to_pylist()
+    stats = dataset_stats(dataset)["episodes"]
+    actions = [ok for e in eps for ok in e["steps"]["success"][1:]]
+    assert stats["action_failure_rate"] == pytest.approx(1 - sum(actions) / len(actions), abs=1e-6)
+    assert stats["episodes"] == len(eps)
+    assert stats["task_success_rate"] == pytest.approx(
+        sum(json.loads(e["meta"])["success"] for e in eps) / len(eps), abs=1e-6
+    )
+
+
+def test_audit_passes_untouched_and_catches_a_changed_shard(dataset):
+    _, checks = audit_dir(dataset)
+    by_name = {c.name: c for c in checks}
+    assert by_name["shard checksums match the manifest"].ok
+    assert by_name["stats.json equals the statistics recomputed from the shards"].ok
+    # Drop one row of a shard: its checksum and the recorded statistics no longer match.
+    path = next((dataset / "questions").rglob("*.parquet"))
+    table = pq.read_table(path, partitioning=None)
+    pq.write_table(table.slice(1), path)
+    _, checks = audit_dir(dataset)
+    failed = {c.name for c in checks if not c.ok}
+    assert "shard checksums match the manifest" in failed
+    assert "stats.json equals the statistics recomputed from the shards" in failed
+
+
+def test_not_a_dataset_names_the_missing_file(tmp_path):
+    with pytest.raises(DataFileError, match=r"manifest\.json"):
+        audit_dir(tmp_path)
+
+
+@pytest.mark.realdata
+def test_against_openeqa_prints_categories_side_by_side(dataset, realdata):
+    path = realdata / "open_eqa" / "open-eqa-v0.json"
+    theirs = openeqa_stats(path)
+    assert theirs["questions"] == 1636 and len(theirs["openeqa_category"]) == 7
+    text = compare_with(dataset_stats(dataset), path)
+    for category in theirs["openeqa_category"]:
+        share = theirs["openeqa_category"][category] / 1636
+        line = next(line for line in text.splitlines() if line.strip().startswith(category))
+        assert line.split()[-1] == f"{share:.3f}"

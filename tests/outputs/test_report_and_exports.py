@@ -1,0 +1,70 @@
+"""The HTML report renders in a real headless Chromium; exports match the formats they claim."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from eqagen.core import OPENEQA_CATEGORIES
+from eqagen.curation.audit import build_stats, read_table
+from eqagen.outputs.exports import export
+from eqagen.outputs.report import write_report
+from tests.curation.audit_fixtures import write_dataset
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    out = write_dataset(tmp_path_factory.mktemp("ds") / "ds", seed=11)
+    q, e = read_table(out, "questions"), read_table(out, "episodes")
+    stats = build_stats(q, e, {"programs": {"in": 900, "out": 400, "rejected": {"ineffective": 500}}})
+    (out / "stats.json").write_text(json.dumps(stats))
+    write_report(stats, out / "report.html")
+    return out
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (.ci/run installs it: apt-get install chromium)")
+def test_report_renders_with_plots_in_headless_chromium(dataset, tmp_path):
+    page = (dataset / "report.html").as_uri()
+    common = [CHROMIUM, *HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
+    n_images = len(re.findall(r"<img ", dom))
+    drawn = re.search(r'data-plots-drawn="(\d+)"', dom)
+    assert n_images >= 7 and drawn is not None and int(drawn.group(1)) == n_images
+    shot = tmp_path / "report.png"
+    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,2400", page], capture_output=True, timeout=120)
+    pixels = imread(shot)[..., :3]
+    bar_blue = np.all(np.abs(pixels - np.array([0x4C, 0x72, 0xB0]) / 255) < 0.04, axis=-1)
+    assert bar_blue.sum() > 2000, "no bar plots visible in the screenshot"
+
+
+@pytest.mark.realdata
+def test_openeqa_export_has_exactly_openeqa_keys_and_types(dataset, tmp_path, realdata):
+    reference = json.loads((realdata / "open_eqa" / "open-eqa-v0.json").read_text())
+    ref_types = {k: type(v) for item in reference for k, v in item.items()}
+    allowed_keysets = {tuple(sorted(item)) for item in reference}
+    n = export(dataset, "openeqa", tmp_path / "oe.json")
+    ours = json.loads((tmp_path / "oe.json").read_text())
+    assert n == len(ours) == read_table(dataset, "questions").num_rows
+    assert {tuple(sorted(item)) for item in ours} <= allowed_keysets
+    assert all(type(v) is ref_types[k] for item in ours for k, v in item.items())
+    assert {item["category"] for item in ours} <= set(OPENEQA_CATEGORIES)
+    assert all(all(isinstance(a, str) for a in item.get("extra_answers", [])) for item in ours)
+
+
+def test_jsonl_export_of_one_split(dataset, tmp_path):
+    n = export(dataset, "jsonl", tmp_path / "val.jsonl", split="val")
+    lines = (tmp_path / "val.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert n == len(rows) > 0 and {r["split"] for r in rows} == {"val"}
+    expected = sorted(r["question_id"] for r in read_table(dataset, "questions").to_pylist() if r["split"] == "val")
+    assert [r["question_id"] for r in rows] == expected
