@@ -1,0 +1,218 @@
+"""The pipeline's config: YAML validated with pydantic, unknown keys and bad values rejected by name.
+
+A config has a few sections of its own (``generation``, ``output``, ``runner``) and composes the
+sections of the stages that define their own pydantic models (``questions``, ``balance``,
+``paraphrase``, ``split``): :data:`SECTION_MODELS` names each by ``module:Class`` and the top-level
+model is assembled from it, so adding a stage's section is a one-line edit here. A section whose
+module cannot be imported is kept as a plain mapping (and said so by :func:`unvalidated_sections`).
+
+Presets are YAML files in ``eqagen/presets``; ``load_config("demo")`` and ``load_config("my.yaml")``
+both work, and ``--set generation.n_episodes=10`` overrides any key.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+from eqagen.core import ConfigError, UnknownNameError, stable_hash
+
+# Stage sections defined by the stages' own packages: section name -> "module:Class".
+SECTION_MODELS: dict[str, str] = {
+    "questions": "eqagen.predicates:QuestionConfig",
+    "balance": "eqagen.curation.config:BalanceConfig",
+    "paraphrase": "eqagen.paraphrase.config:ParaphraseConfig",
+    "split": "eqagen.curation.config:SplitConfig",
+}
+RUNNER_KINDS = ("local", "processes", "dask", "inline")
+# Sections that change how a run is executed but never what it produces (left out of the config hash).
+EXECUTION_SECTIONS = ("runner",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerationConfig(_Strict):
+    """Which worlds, how many episodes, and how they are batched."""
+
+    family: Literal["household", "navigation", "blockworld"] = "household"
+    backend: str = Field("embedded", description="world backend of the family (embedded needs no download)")
+    n_episodes: int = Field(40, ge=1)
+    max_steps: int = Field(250, ge=1, description="step limit of one episode (passed to the backend)")
+    batch_size: int = Field(25, ge=1, description="episodes per task: tens, so orchestration costs little")
+    params: dict[str, Any] = Field(default_factory=dict, description="further backend parameters")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from eqagen.generators import list_backends
+
+        known = sorted({b for _, b in list_backends()})
+        if value not in known and not value.startswith("fixture"):
+            raise ValueError(f"unknown backend '{value}'; allowed: {', '.join(known)}")
+        return value
+
+
+class OutputConfig(_Strict):
+    rows_per_shard: int = Field(5000, ge=1, description="rows per Parquet shard (questions and episodes)")
+
+
+class RunnerConfig(_Strict):
+    """Where tasks run. ``local``: Prefect's thread pool; ``processes``: Prefect's process pool;
+    ``dask``: a Dask cluster (``address``, or a local one); ``inline``: plain Python, no Prefect."""
+
+    kind: Literal["local", "processes", "dask", "inline"] = "local"
+    workers: int = Field(2, ge=1)
+    address: str | None = Field(None, description="dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    progress: bool = Field(True, description="progress bars on stderr")
+
+
+class _PipelineBase(_Strict):
+    name: str = "custom"
+    description: str = ""
+    seed: int = Field(0, ge=0)
+    generation: GenerationConfig = GenerationConfig()
+    output: OutputConfig = OutputConfig()
+    runner: RunnerConfig = RunnerConfig()
+
+
+def _import_section(spec: str) -> type[BaseModel] | None:
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+@functools.cache
+def pipeline_model() -> type[_PipelineBase]:
+    """The top-level model, with each stage section typed by its own model where that is importable."""
+    fields: dict[str, Any] = {}
+    for section, spec in SECTION_MODELS.items():
+        model = _import_section(spec)
+        fields[section] = (
+            (model, Field(default_factory=model)) if model else (dict[str, Any], Field(default_factory=dict))
+        )
+    return create_model("PipelineConfig", __base__=_PipelineBase, **fields)
+
+
+def unvalidated_sections() -> list[str]:
+    return [s for s, spec in SECTION_MODELS.items() if _import_section(spec) is None]
+
+
+def _allowed_for(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """The field names valid at ``loc`` (for an unknown key)."""
+    current: Any = model
+    for part in loc[:-1]:
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        current = field.annotation
+    names = getattr(current, "model_fields", None)
+    return ", ".join(names) if names else None
+
+
+def config_error(err: ValidationError, model: type[BaseModel], source: str | None) -> ConfigError:
+    """The first problem of a pydantic error, as a ConfigError naming the dotted key and what is allowed."""
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        return ConfigError(key, "unknown key", _allowed_for(model, first["loc"]), source)
+    ctx = first.get("ctx") or {}
+    allowed = ctx.get("expected")
+    problem = f"{first['msg']} (got {first.get('input')!r})"
+    more = len(err.errors()) - 1
+    if more:
+        problem += f"; and {more} more problem(s)"
+    return ConfigError(key, problem, allowed, source)
+
+
+def validate_config(data: dict[str, Any], source: str | None = None) -> _PipelineBase:
+    model = pipeline_model()
+    if not isinstance(data, dict):
+        raise ConfigError("(top level)", "a config must be a YAML mapping", None, source)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise config_error(err, model, source) from None
+
+
+# --- presets, files and overrides -------------------------------------------------------------------
+
+
+def preset_names() -> list[str]:
+    files = resources.files("eqagen") / "presets"
+    return sorted(p.name.removesuffix(".yaml") for p in files.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError("(file)", f"not valid YAML: {err}", None, source) from None
+    return data if data is not None else {}
+
+
+def read_preset(name: str) -> dict[str, Any]:
+    if name not in preset_names():
+        raise UnknownNameError("preset", name, preset_names())
+    text = (resources.files("eqagen") / "presets" / f"{name}.yaml").read_text(encoding="utf-8")
+    return _read_yaml(text, f"preset {name}")
+
+
+def read_config_source(preset_or_path: str) -> tuple[dict[str, Any], str]:
+    """A preset name (``demo``, ``demo.yaml``) or a path to a YAML file; returns the data and its source."""
+    path = Path(preset_or_path)
+    if path.is_file():
+        return _read_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
+    name = path.name.removesuffix(".yaml").removesuffix(".yml")
+    if path.suffix in (".yaml", ".yml") and name not in preset_names():
+        raise ConfigError(
+            "(file)", f"no such config file: {preset_or_path}", f"a file path or a preset: {', '.join(preset_names())}"
+        )
+    return read_preset(name), f"preset {name}"
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """``a.b.c=value`` (value parsed as YAML: numbers, booleans, lists) set in nested ``data``."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(assignment, "an override must look like key.sub=value", None, "--set")
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(key, f"'{part}' is not a section", None, "--set")
+        node = child
+    node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+
+
+def load_config(
+    preset_or_path: str, overrides: list[str] | tuple[str, ...] = (), seed: int | None = None
+) -> _PipelineBase:
+    """Read, override and validate a config. Raises ConfigError / UnknownNameError with the fix."""
+    data, source = read_config_source(preset_or_path)
+    for assignment in overrides:
+        apply_override(data, assignment)
+    if seed is not None:
+        data["seed"] = seed
+    return validate_config(data, source)
+
+
+def resolved(config: BaseModel) -> dict[str, Any]:
+    """The full config with every default filled in, as JSON-able data (secrets hidden by pydantic)."""
+    return config.model_dump(mode="json")
+
+
+def config_hash(config: BaseModel) -> str:
+    """Hash of everything that shapes the output (the runner section only changes how it is computed)."""
+    data = {k: v for k, v in resolved(config).items() if k not in EXECUTION_SECTIONS}
+    return stable_hash(data, digest_size=8)
