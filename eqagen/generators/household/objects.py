@@ -28,10 +28,23 @@ TYPES_FILE = DATA_DIR / "object_types.csv"
 RULES_FILE = DATA_DIR / "receptacle_objects.json"
 
 CAPABILITIES = (
-    "pickupable", "receptacle", "openable", "toggleable", "sliceable", "breakable", "fillable",
-    "dirtyable", "cookable", "heat_source", "cold_source", "used_up", "enclosing",
-    "heatable", "coolable", "cleanable",
-)  # fmt: skip
+    "pickupable",
+    "receptacle",
+    "openable",
+    "toggleable",
+    "sliceable",
+    "breakable",
+    "fillable",
+    "dirtyable",
+    "cookable",
+    "heat_source",
+    "cold_source",
+    "used_up",
+    "enclosing",
+    "heatable",
+    "coolable",
+    "cleanable",
+)
 ROOM_CODES = {"K": "kitchen", "L": "living_room", "B": "bedroom", "T": "bathroom"}
 
 
@@ -88,14 +101,13 @@ def _read_types(path: Path) -> list[ObjectType]:
         caps = _split(row["capabilities"])
         bad = [c for c in caps if c not in CAPABILITIES]
         if bad:
-            raise DataFileError(path, f"{row['object_type']}.capabilities", f"unknown capability {bad}",
-                                f"use only {CAPABILITIES}")  # fmt: skip
+            raise DataFileError(
+                path, f"{row['object_type']}.capabilities", f"unknown capability {bad}", f"use only {CAPABILITIES}"
+            )
         rooms = tuple(ROOM_CODES[c] for c in row["rooms"])
         colors, materials = tuple(row["colors"].split(";")), tuple(row["materials"].split(";"))
         out.append(
-            ObjectType(
-                row["object_type"], rooms, caps, colors, materials, row["utility"], row["size"], row["source"]
-            )
+            ObjectType(row["object_type"], rooms, caps, colors, materials, row["utility"], row["size"], row["source"])
         )
     return out
 
@@ -113,8 +125,12 @@ def _read_rules(path: Path, known: set[str]) -> tuple[dict[str, frozenset[str]],
     for r, objs in holds.items():
         unknown = sorted((objs | {r}) - known)
         if unknown:
-            raise DataFileError(path, f"receptacles.{r}", f"unknown object types {unknown}",
-                                f"add them to {TYPES_FILE.name} or remove them")  # fmt: skip
+            raise DataFileError(
+                path,
+                f"receptacles.{r}",
+                f"unknown object types {unknown}",
+                f"add them to {TYPES_FILE.name} or remove them",
+            )
     slices = {k: (v[0], int(v[1])) for k, v in raw["slices"].items()}
     return holds, raw["action_objects"], slices
 
@@ -154,9 +170,7 @@ def catalog() -> Catalog:
 def markdown_table(cat: Catalog | None = None) -> str:
     """The object table as Markdown (used to write docs/household.md)."""
     cat = cat or catalog()
-    head = (
-        "| type | rooms | capabilities | colors | material | utility | size | source |\n" + "|---" * 8 + "|"
-    )
+    head = "| type | rooms | capabilities | colors | material | utility | size | source |\n" + "|---" * 8 + "|"
     rows = [
         f"| {t.name} | {', '.join(t.rooms)} | {', '.join(t.capabilities)} | {', '.join(t.colors)} | "
         f"{', '.join(t.materials)} | {t.utility} | {t.size} | {t.source} |"
