@@ -1,0 +1,253 @@
+"""Closed vocabularies the validator reads text with: numbers, colors, states, temporal relations,
+ordinals, yes/no and object types with their synonyms.
+
+Each vocabulary maps surface forms to a canonical id. Scanning is longest-match-first and
+non-overlapping, so "right after" is read as one relation and never also as "after".
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache, lru_cache
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
+    "twice": 2, "thrice": 3, "once": 1, "none": 0,
+}  # fmt: skip
+# Words that are numbers only sometimes ("the one on the left", "once you opened"): they may express a
+# required number but never count as a number the paraphrase introduced.
+AMBIGUOUS_NUMBER_WORDS = frozenset({"one", "once", "none"})
+
+ORDINALS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+    "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
+}  # fmt: skip
+
+COLORS = {
+    "red": "red", "green": "green", "blue": "blue", "yellow": "yellow", "orange": "orange",
+    "purple": "purple", "violet": "purple", "pink": "pink", "brown": "brown", "black": "black",
+    "white": "white", "gray": "gray", "grey": "gray", "silver": "silver", "gold": "gold",
+    "golden": "gold", "beige": "beige", "tan": "tan", "cyan": "cyan", "teal": "teal",
+    "magenta": "magenta", "maroon": "maroon", "navy": "navy", "cream": "cream",
+}  # fmt: skip
+
+STATES = {
+    "open": "open", "opened": "open", "closed": "closed", "shut": "closed",
+    "toggled on": "on", "switched on": "on", "turned on": "on",
+    "toggled off": "off", "switched off": "off", "turned off": "off",
+    "broken": "broken", "smashed": "broken", "intact": "intact", "unbroken": "intact",
+    "sliced": "sliced", "unsliced": "unsliced", "filled": "filled", "full": "filled", "empty": "empty",
+    "dirty": "dirty", "clean": "clean", "cooked": "cooked", "raw": "raw", "uncooked": "raw",
+    "used up": "used_up",
+}  # fmt: skip
+STATE_ANTONYMS = {
+    "open": "closed", "on": "off", "broken": "intact", "sliced": "unsliced", "filled": "empty",
+    "dirty": "clean", "cooked": "raw",
+}  # fmt: skip
+STATE_ANTONYMS |= {v: k for k, v in STATE_ANTONYMS.items()}
+# Canonical state for a state-family filter key (as the question engine names them).
+STATE_KEYS = {
+    "open": "open", "isopen": "open", "opened": "open", "toggled": "on", "istoggled": "on", "on": "on",
+    "broken": "broken", "isbroken": "broken", "sliced": "sliced", "issliced": "sliced",
+    "filled": "filled", "isfilledwithliquid": "filled", "filled_with_liquid": "filled",
+    "dirty": "dirty", "isdirty": "dirty", "cooked": "cooked", "iscooked": "cooked",
+}  # fmt: skip
+
+TEMPORAL = {
+    "before": "before", "prior to": "before", "earlier than": "before",
+    "right before": "right_before", "just before": "right_before", "immediately before": "right_before",
+    "right after": "right_after", "just after": "right_after", "immediately after": "right_after",
+    "after": "after", "following": "after", "later than": "after",
+    "between": "between",
+}  # fmt: skip
+
+POLARITY = {
+    "yes": "yes", "yeah": "yes", "yep": "yes", "correct": "yes", "indeed": "yes",
+    "no": "no", "nope": "no", "not": "no", "n't": "no", "never": "no",
+}  # fmt: skip
+
+# Object types (AI2-THOR, HM3D categories, Minecraft) and synonyms a paraphrase may use instead. Bare
+# head nouns ("table" for DiningTable) are deliberately absent: they can name a different object.
+TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "CounterTop": ("counter", "kitchen counter", "worktop"),
+    "Fridge": ("refrigerator",),
+    "Sofa": ("couch",),
+    "Television": ("tv",),
+    "TVStand": ("tv stand", "television stand"),
+    "GarbageCan": ("trash can", "garbage bin", "trash bin", "bin", "wastebasket"),
+    "CellPhone": ("phone", "mobile phone", "cellphone"),
+    "SinkBasin": ("sink",),
+    "Sink": ("sink basin",),
+    "StoveBurner": ("burner", "stove burner", "hob"),
+    "StoveKnob": ("stove knob", "knob"),
+    "CoffeeMachine": ("coffee maker",),
+    "Microwave": ("microwave oven",),
+    "DiningTable": (),
+    "CoffeeTable": (),
+    "SideTable": ("end table",),
+    "Desk": ("writing desk",),
+    "Bed": (),
+    "Chair": (),
+    "ArmChair": ("armchair",),
+    "Cabinet": ("cupboard",),
+    "Drawer": (),
+    "Shelf": (),
+    "Mug": ("coffee mug",),
+    "Cup": (),
+    "Bowl": (),
+    "Plate": ("dish",),
+    "Pot": ("cooking pot",),
+    "Pan": ("frying pan", "skillet"),
+    "Kettle": ("teakettle",),
+    "Knife": (),
+    "ButterKnife": (),
+    "Fork": (),
+    "Spoon": (),
+    "Spatula": (),
+    "Ladle": (),
+    "Apple": (),
+    "Bread": ("loaf",),
+    "Egg": (),
+    "Lettuce": (),
+    "Potato": (),
+    "Tomato": (),
+    "Bottle": (),
+    "WineBottle": ("wine bottle",),
+    "SoapBottle": ("soap dispenser",),
+    "DishSponge": ("sponge",),
+    "Book": (),
+    "Laptop": ("notebook computer",),
+    "Pen": (),
+    "Pencil": (),
+    "Pillow": ("cushion",),
+    "Lamp": (),
+    "FloorLamp": ("standing lamp",),
+    "DeskLamp": ("desk lamp",),
+    "RemoteControl": ("remote", "tv remote"),
+    "Toaster": (),
+    "Toilet": (),
+    "Towel": (),
+    "Window": (),
+    "Door": (),
+    "Vase": (),
+    "Statue": ("sculpture", "figurine"),
+    "HousePlant": ("plant", "houseplant", "potted plant"),
+    "Painting": ("picture",),
+    "Mirror": (),
+    "Dresser": ("chest of drawers",),
+    "Bathtub": ("tub", "bath"),
+    "Kitchen": (),
+    "Bedroom": (),
+    "Bathroom": (),
+    "LivingRoom": ("lounge",),
+    "Hallway": ("corridor",),
+    "Tree": (),
+    "Cow": (),
+    "Sheep": (),
+    "Pig": (),
+    "Chicken": (),
+    "Zombie": (),
+    "Creeper": (),
+    "Stone": (),
+    "Dirt": (),
+    "Sand": (),
+    "Water": (),
+    "Log": ("wood log",),
+    "Chest": (),
+    "Village": (),
+}
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_IRREGULAR_PLURALS = {"knife": "knives", "shelf": "shelves", "loaf": "loaves", "sheep": "sheep", "fish": "fish"}
+
+
+def normalize_text(text: str) -> str:
+    """Lower case, typographic minus and apostrophes made ASCII, whitespace collapsed."""
+    text = text.replace("\u2212", "-").replace("\u2019", "'").lower()
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def plural(phrase: str) -> str:
+    head, _, last = phrase.rpartition(" ")
+    if last in _IRREGULAR_PLURALS:
+        word = _IRREGULAR_PLURALS[last]
+    elif re.search(r"(s|x|z|ch|sh|o)$", last):
+        word = last + "es"
+    elif re.search(r"[^aeiou]y$", last):
+        word = last[:-1] + "ies"
+    else:
+        word = last + "s"
+    return f"{head} {word}" if head else word
+
+
+def type_forms(type_name: str) -> set[str]:
+    """Surface forms of an object type: 'CounterTop' -> counter top, countertop, counter, ... (+ plurals)."""
+    base = type_name.split("#")[0]
+    spaced = _CAMEL.sub(" ", base).replace("_", " ").lower().strip()
+    forms = {spaced, spaced.replace(" ", "")} | set(TYPE_SYNONYMS.get(base, ()))
+    return forms | {plural(f) for f in forms}
+
+
+def _alternation(forms: list[str]) -> re.Pattern[str]:
+    ordered = sorted(set(forms), key=lambda f: (-len(f), f))
+    body = "|".join(re.escape(f).replace(r"\ ", r"[ -]") for f in ordered)
+    return re.compile(rf"(?<![\w-])(?:{body})(?![\w-])")
+
+
+@cache
+def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
+    table = {"color": COLORS, "state": STATES, "temporal": TEMPORAL, "polarity": POLARITY}[kind]
+    return _alternation(list(table)), table
+
+
+def scan(kind: str, text: str) -> list[str]:
+    """Canonical ids of every ``kind`` word in ``text`` (normalised), longest match first."""
+    pattern, table = _vocabulary_pattern(kind)
+    norm = normalize_text(text)
+    if kind == "polarity":
+        norm = norm.replace("n't", " n't")
+    return [table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm)]
+
+
+@lru_cache(maxsize=4096)
+def _type_pattern(extra_types: frozenset[str]) -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+    owners: dict[str, set[str]] = {}
+    for type_name in set(TYPE_SYNONYMS) | set(extra_types):
+        for form in type_forms(type_name):
+            owners.setdefault(form, set()).add(type_name.split("#")[0])
+    return _alternation(list(owners)), {f: frozenset(t) for f, t in owners.items()}
+
+
+def scan_types(text: str, extra_types: frozenset[str] = frozenset()) -> list[frozenset[str]]:
+    """For every object-type mention in ``text``, the set of types that form can name."""
+    pattern, owners = _type_pattern(extra_types)
+    return [owners[m.group(0).replace("-", " ")] for m in pattern.finditer(normalize_text(text))]
+
+
+_NUMERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])|(?<![\w.])-?\.\d+(?![\w])")
+_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+_ORDINAL_NUMERAL = re.compile(r"(?<![\w.])(\d+)(?:st|nd|rd|th)(?![\w])")
+
+
+def scan_numbers(text: str, include_ambiguous: bool = True) -> list[float]:
+    """Every number in ``text``, in order of appearance: numerals and number words (twenty-one)."""
+    norm = normalize_text(text)
+    found: list[tuple[int, float]] = [(m.start(), float(m.group(0))) for m in _NUMERAL.finditer(norm)]
+    for m in _WORD.finditer(norm):
+        parts = m.group(0).split("-")
+        if not all(p in NUMBER_WORDS for p in parts):
+            continue
+        if len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS and not include_ambiguous:
+            continue
+        found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts))))
+    return [value for _, value in sorted(found)]
+
+
+def scan_ordinals(text: str) -> list[int]:
+    norm = normalize_text(text)
+    found = [(m.start(), int(m.group(1))) for m in _ORDINAL_NUMERAL.finditer(norm)]
+    found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
+    return [value for _, value in sorted(found)]

@@ -1,0 +1,313 @@
+"""The fact validator: a paraphrase must keep every essential fact of its item and add none.
+
+Facts are derived from the item's structured answer and program: numbers (answer counts, numbers in
+filters), coordinates (anchors and result positions), object types (with synonyms), colors, states,
+temporal relations, event ordinals and yes/no. A fact is *essential on a side* (question or answer) when
+the template text of that side states it; the paraphrase of that side must state it too. A paraphrase
+may also not mention a number, color, state, relation, ordinal, polarity or known object type that the
+item does not have: that is how a changed fact ("open" -> "closed", "3" -> "4") is caught even when the
+original word survives elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from eqagen.core.records import QARecord
+from eqagen.paraphrase import lexicon as lx
+
+SIDES = ("question", "answer")
+NUMBER_TOL = 0.006  # numbers printed with two decimals may be re-printed with more or fewer zeros
+LOCATE_TOL = 0.051  # structure-to-template match: the template may round coordinates to one decimal
+_YES = frozenset({"yes", "true", "1"})
+_NO = frozenset({"no", "false", "0"})
+_YES_NO_TYPES = ("yes/no", "yesno", "bool", "boolean")
+_NUMBER_TYPES = ("number", "count")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact of an item. ``value`` is a canonical id, a number, a coordinate triple or (for object
+    types) the set of types a mention may name."""
+
+    kind: str  # number, coordinate, type, color, state, temporal, ordinal, polarity
+    label: str  # how a reason names it
+    value: object
+    origin: str  # program, answer (the structure) or text (only the template text states it)
+    sides: tuple[str, ...] = ()  # where the template text states it: these make it essential
+
+
+@dataclass
+class ItemFacts:
+    """The facts of one item and, per side, what a paraphrase of that side may mention."""
+
+    facts: list[Fact]
+    types: frozenset[str]  # every type the item has (extends the type vocabulary)
+    allowed: dict[str, dict[str, set]] = field(default_factory=dict)  # side -> kind -> values
+    numbers: dict[str, list[float]] = field(default_factory=dict)  # side -> numbers it may mention
+
+    @property
+    def essential(self) -> list[Fact]:
+        return [f for f in self.facts if f.sides]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+
+# ---- facts of the structure: (kind, value, origin) -----------------------------------------------
+
+Structural = list[tuple[str, object, str]]
+_TYPE_TOKEN = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*(?:#\d+)?\b")
+
+
+def _types_in(text: str) -> set[str]:
+    found = {t.split("#")[0] for t in _TYPE_TOKEN.findall(text or "")}
+    return {t for t in found if t.lower() not in lx.COLORS and t.lower() not in _YES | _NO}
+
+
+def _arg_types(args: dict) -> set[str]:
+    return {v for k, v in args.items() if k in ("type", "object_type", "target_type") and isinstance(v, str)}
+
+
+def _structural_types(record: QARecord) -> Structural:
+    prog = record.program
+    program = _arg_types(prog.query.args) | _types_in(prog.query.arg)
+    program |= {t for v in prog.query.args.values() if isinstance(v, str) for t in _types_in(v)}
+    for f in prog.filters:
+        program |= _types_in(f.value) | _arg_types(f.args)
+    program |= {t for g in record.structured_answer for t in _types_in(g.predicate)}
+    answer = {item.type for g in record.structured_answer for item in g.result}
+    return [("type", t, "program") for t in program] + [("type", t, "answer") for t in answer - program]
+
+
+def _state_of(key: str, value: str) -> str | None:
+    canon = lx.STATE_KEYS.get(key.lower().replace(" ", "_"))
+    val = value.strip().lower()
+    if canon and val in _YES:
+        return canon
+    if canon and val in _NO:
+        return lx.STATE_ANTONYMS.get(canon)
+    found = lx.scan("state", value) or lx.scan("state", key)
+    return found[0] if found else canon
+
+
+def _structural_words(record: QARecord) -> Structural:
+    """States, colors, temporal relations, ordinals and yes/no of the program and the answer."""
+    out: Structural = []
+    for f in record.program.filters:
+        if f.family == "state":
+            out.append(("state", _state_of(f.key, f.value), "program"))
+        if f.family in ("moment", "temporal"):
+            key = f.key.lower().replace(" ", "_")
+            known = key if key in set(lx.TEMPORAL.values()) else (lx.scan("temporal", f.key) or [key])[0]
+            out.append(("temporal", known, "program"))
+        out += [("color", c, "program") for c in lx.scan("color", f.value)]
+        out += [
+            ("ordinal", int(v), "program") for k, v in f.args.items() if k.startswith("ordinal") and isinstance(v, int)
+        ]
+        out += [("ordinal", o, "program") for o in lx.scan_ordinals(f.value)]
+    query = record.program.query
+    for g in record.structured_answer:
+        if query.name == "getState":
+            out.append(("state", _state_of(query.arg, g.value), "answer"))
+        if query.arg == "color" or record.answer_type == "color":
+            out += [("color", c, "answer") for c in lx.scan("color", g.value)]
+        if record.answer_type in _YES_NO_TYPES and g.value.strip().lower() in _YES | _NO:
+            out.append(("polarity", "yes" if g.value.strip().lower() in _YES else "no", "answer"))
+    return [fact for fact in out if fact[1]]
+
+
+def _structural_numbers(record: QARecord) -> Structural:
+    out: Structural = []
+    for f in record.program.filters:
+        out += [("number", n, "program") for n in lx.scan_numbers(f.value, include_ambiguous=False)]
+    if record.answer_type in _NUMBER_TYPES:
+        out += [("number", n, "answer") for g in record.structured_answer for n in lx.scan_numbers(g.value)]
+    anchor_origin = "program" if record.grounded else "answer"
+    for g in record.structured_answer:
+        if g.anchor is not None:
+            out.append(("coordinate", tuple(float(c) for c in g.anchor), anchor_origin))
+        out += [("coordinate", tuple(float(c) for c in item.position), "answer") for item in g.result]
+    return out
+
+
+# ---- where the template text states each fact ----------------------------------------------------
+
+
+def _near(values: list[float], target: float, tol: float) -> bool:
+    return any(abs(v - target) <= tol for v in values)
+
+
+def _find_triple(numbers: list[float], triple: tuple[float, ...], tol: float) -> tuple[float, ...] | None:
+    """The printed numbers matching ``triple`` in order (consecutive), or None."""
+    for i in range(len(numbers) - 2):
+        window = numbers[i : i + 3]
+        if all(abs(a - b) <= tol for a, b in zip(window, triple)):
+            return tuple(window)
+    return None
+
+
+def _reader(kind: str, types: frozenset[str]):
+    if kind == "ordinal":
+        return lx.scan_ordinals
+    if kind == "type":
+        return lambda text: [t for owners in lx.scan_types(text, types) for t in owners]
+    return lambda text: lx.scan(kind, text)
+
+
+def _stated_numeric(kind: str, value: object, texts: dict[str, str]) -> list[Fact]:
+    """Coordinates and numbers: one fact per side stating it, valued as printed there."""
+    facts = []
+    for side, text in texts.items():
+        printed = lx.scan_numbers(text)
+        if kind == "coordinate":
+            found = _find_triple(printed, value, LOCATE_TOL)  # type: ignore[arg-type]
+            if found is not None:
+                label = "(" + ", ".join(f"{c:g}" for c in found) + ")"
+                facts.append(Fact("coordinate", label, found, "", (side,)))
+        elif _near(printed, float(value), NUMBER_TOL):  # type: ignore[arg-type]
+            facts.append(Fact("number", f"{float(value):g}", float(value), "", (side,)))  # type: ignore[arg-type]
+    return facts
+
+
+def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+    facts: list[Fact] = []
+    for kind, value, origin in structural:
+        if kind in ("number", "coordinate"):
+            stated = _stated_numeric(kind, value, texts)
+            facts += [Fact(f.kind, f.label, f.value, origin, f.sides) for f in stated]
+            if not stated:
+                facts.append(Fact(kind, str(value), value, origin))
+            continue
+        found = {side: set(_reader(kind, types)(text)) for side, text in texts.items()}
+        sides = tuple(s for s in SIDES if value in found[s])
+        value = frozenset({value}) if kind == "type" else value
+        facts.append(Fact(kind, str(next(iter(value)) if kind == "type" else value), value, origin, sides))
+    return facts
+
+
+def _text_only_facts(facts: list[Fact], texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+    """What the template text states that the structure does not name (kept: the text says it)."""
+    known = {(f.kind, f.value) for f in facts}
+    coordinate_parts = [c for f in facts if f.kind == "coordinate" and f.sides for c in f.value]  # type: ignore[attr-defined]
+    out: list[Fact] = []
+    for side, text in texts.items():
+        for n in lx.scan_numbers(text, include_ambiguous=False):
+            if not _near(coordinate_parts, n, NUMBER_TOL) and ("number", n) not in known:
+                out.append(Fact("number", f"{n:g}", n, "text", (side,)))
+        for kind in ("color", "state", "temporal", "ordinal", "polarity"):
+            out += [
+                Fact(kind, str(v), v, "text", (side,)) for v in _reader(kind, types)(text) if (kind, v) not in known
+            ]
+        for owners in lx.scan_types(text, types):
+            if not owners & types:
+                out.append(Fact("type", "/".join(sorted(owners)), owners, "text", (side,)))
+    return out
+
+
+def _merge(facts: list[Fact]) -> list[Fact]:
+    merged: dict[tuple[str, object], Fact] = {}
+    for f in facts:
+        old = merged.get((f.kind, f.value))
+        if old is None:
+            merged[(f.kind, f.value)] = f
+            continue
+        sides = tuple(s for s in SIDES if s in f.sides or s in old.sides)
+        origin = "program" if "program" in (f.origin, old.origin) else old.origin
+        merged[(f.kind, f.value)] = Fact(f.kind, old.label, f.value, origin, sides)
+    return list(merged.values())
+
+
+def _allowed(facts: list[Fact], texts: dict[str, str]) -> tuple[dict[str, dict[str, set]], dict[str, list[float]]]:
+    """Per side: the values a paraphrase may mention. The question side may mention what the program
+    has and what the template question says; the answer side anything the item has."""
+    allowed: dict[str, dict[str, set]] = {s: {} for s in SIDES}
+    numbers: dict[str, list[float]] = {s: [] for s in SIDES}
+    for f in facts:
+        for side in SIDES:
+            if side == "answer" or f.origin == "program" or side in f.sides:
+                allowed[side].setdefault(f.kind, set()).add(f.value)
+                if f.kind == "number":
+                    numbers[side].append(float(f.value))  # type: ignore[arg-type]
+                elif f.kind == "coordinate":
+                    numbers[side] += list(f.value)  # type: ignore[call-overload]
+    numbers["question"] += lx.scan_numbers(texts["question"])
+    numbers["answer"] += [n for text in texts.values() for n in lx.scan_numbers(text)]
+    return allowed, numbers
+
+
+def derive_facts(record: QARecord) -> ItemFacts:
+    """The facts of ``record``: from its structured answer and program, each with the sides of the
+    template text that state it, plus anything the template text states beyond the structure."""
+    texts = {"question": record.question, "answer": record.answer}
+    structural = _structural_types(record) + _structural_words(record) + _structural_numbers(record)
+    types = frozenset(str(v) for kind, v, _ in structural if kind == "type")
+    facts = _locate(structural, texts, types)
+    facts = _merge(facts + _text_only_facts(facts, texts, types))
+    allowed, numbers = _allowed(facts, texts)
+    all_types = frozenset(t for f in facts if f.kind == "type" for t in f.value)  # type: ignore[attr-defined]
+    return ItemFacts(facts=facts, types=all_types, allowed=allowed, numbers=numbers)
+
+
+# ---- checking a paraphrase -----------------------------------------------------------------------
+
+
+def _states_fact(fact: Fact, text: str, types: frozenset[str]) -> bool:
+    if fact.kind == "number":
+        value = float(fact.value)  # type: ignore[arg-type]
+        norm = lx.normalize_text(text)
+        if value == 0 and re.search(r"\bno\b", norm):
+            return True
+        if value == 1 and re.search(r"\ba single\b", norm):
+            return True
+        return _near(lx.scan_numbers(text), value, NUMBER_TOL)
+    if fact.kind == "coordinate":
+        return _find_triple(lx.scan_numbers(text), fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
+    if fact.kind == "type":
+        return any(owners & fact.value for owners in lx.scan_types(text, types))  # type: ignore[operator]
+    if fact.kind == "ordinal":
+        return fact.value in lx.scan_ordinals(text)
+    return fact.value in lx.scan(fact.kind, text)
+
+
+def _introduced(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Mentions in ``text`` of numbers, words or object types this side of the item does not have."""
+    allowed = item.allowed[side]
+    reasons = [
+        f"introduced number {n:g} in the {side}"
+        for n in lx.scan_numbers(text, include_ambiguous=False)
+        if not _near(item.numbers[side], n, NUMBER_TOL)
+    ]
+    for kind in ("color", "state", "temporal", "polarity"):
+        reasons += [
+            f"introduced {kind} '{v}' in the {side}" for v in lx.scan(kind, text) if v not in allowed.get(kind, ())
+        ]
+    ordinals = allowed.get("ordinal", set())
+    reasons += [f"introduced ordinal {v} in the {side}" for v in lx.scan_ordinals(text) if v not in ordinals]
+    types = {t for owners in allowed.get("type", ()) for t in owners}
+    for owners in lx.scan_types(text, item.types):
+        if not owners & types:
+            reasons.append(f"introduced object '{'/'.join(sorted(owners))}' in the {side}")
+    return list(dict.fromkeys(reasons))
+
+
+def check_paraphrase(record: QARecord, question: str, answer: str, item: ItemFacts | None = None) -> Verdict:
+    """Accept ``question``/``answer`` only if they keep every essential fact and add none."""
+    item = item or derive_facts(record)
+    texts = {"question": question or "", "answer": answer or ""}
+    reasons = [f"empty {side}" for side, text in texts.items() if not text.strip()]
+    for fact in item.essential:
+        for side in fact.sides:
+            if not _states_fact(fact, texts[side], item.types):
+                reasons.append(f"dropped {fact.kind} '{fact.label}' from the {side}")
+    for side in SIDES:
+        reasons += _introduced(item, side, texts[side])
+    return Verdict(ok=not reasons, reasons=tuple(reasons))
