@@ -213,9 +213,7 @@ def iter_trajectory_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
         yield root
         return
     if not root.is_dir():
-        raise DataFileError(
-            root, None, "is not a directory", "point at an ALFRED json_2.1.0 split or data root"
-        )
+        raise DataFileError(root, None, "is not a directory", "point at an ALFRED json_2.1.0 split or data root")
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         if "traj_data.json" in filenames:
@@ -284,9 +282,7 @@ def read_layout(floor_plan: str, layouts_dir: str | os.PathLike[str]) -> Layout:
     d = Path(layouts_dir)
     types = _read_json(d / f"{floor_plan}-objects.json", "objects")
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-        raise DataFileError(
-            d / f"{floor_plan}-objects.json", "objects", "expected a list of object type names"
-        )
+        raise DataFileError(d / f"{floor_plan}-objects.json", "objects", "expected a list of object type names")
     openable = _parse_openable(
         _read_json(d / f"{floor_plan}-openable.json", "openable"), d / f"{floor_plan}-openable.json"
     )

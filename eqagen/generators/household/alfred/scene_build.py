@@ -1,0 +1,264 @@
+"""A :class:`HouseholdScene` from an ALFRED trajectory and its floor plan's layout.
+
+What is real and what is inferred:
+
+- the navigable grid is the layout's reachable points; the agent's start is ``init_action``;
+- static objects sit at the positions their AI2-THOR objectIds encode: every receptacle/openable object
+  of the layout, every objectId the trajectory's own actions name (faucets, lamps, receptacles the
+  layout leaves out), and, when a scene catalog is given, everything seen in other trajectories of
+  the same floor plan (:mod:`.catalog`);
+- movable objects sit at their recorded ``object_poses``; their objectId is ``Type|x|y|z`` of that pose
+  (matching the ids the expert's actions use to within a centimetre of rounding);
+- the receptacle holding a movable object is not recorded: it is the receptacle named by the expert's
+  own ``PickupObject`` of that object (``coordinateReceptacleObjectId``) when there is one, else the
+  nearest compatible receptacle below it (``parent_source`` says which);
+- lamps start as ``object_toggles`` says (others as AI2-THOR starts them: lamps and light switches on),
+  and ``dirty_and_empty`` makes every dirtyable movable object dirty and nothing filled, as ALFRED's
+  ``restore_scene`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqagen.generators.household.alfred.reader import (
+    AlfredTrajectory,
+    Layout,
+    ParsedId,
+    format_object_id,
+    parse_object_id,
+)
+from eqagen.generators.household.objects import Catalog, catalog
+from eqagen.generators.household.scene import HouseholdScene, SceneObject
+
+ID_TOLERANCE = 0.021  # objectIds round to 0.01 m; poses settle by up to ~0.01 m more
+ON_BY_DEFAULT = ("DeskLamp", "FloorLamp", "LightSwitch")
+ROOM_BY_HUNDRED = {0: "kitchen", 2: "living_room", 3: "bedroom", 4: "bathroom"}
+AGENT_BODY_HEIGHT = 0.9009  # AI2-THOR agent y above the floor (ALFRED's init_action y on a y=0 floor)
+
+
+def room_kind(floor_plan: str) -> str:
+    """iTHOR numbering: 1-30 kitchens, 201-230 living rooms, 301-330 bedrooms, 401-430 bathrooms."""
+    return ROOM_BY_HUNDRED.get(int(floor_plan[len("FloorPlan") :]) // 100, "kitchen")
+
+
+@dataclass
+class AlfredScene:
+    """The scene plus provenance: how each object's position and parent were obtained."""
+
+    scene: HouseholdScene
+    position_source: dict[str, str] = field(default_factory=dict)  # objectId -> layout|trajectory|catalog|pose
+    parent_source: dict[str, str] = field(default_factory=dict)  # objectId -> expert|nearest|none
+    skipped_types: list[str] = field(default_factory=list)  # AI2-THOR types our object table lacks
+    added_cells: int = 0  # reachable cells added to the layout's (expert's path, catalog)
+
+
+class _IdSet:
+    """Static objects by parsed id, merging ids of the same type within the rounding tolerance."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, tuple[ParsedId, str]] = {}
+
+    def find(self, pid: ParsedId) -> str | None:
+        for oid, (other, _) in self.by_id.items():
+            if other.object_type == pid.object_type and _close(other.position, pid.position):
+                return oid
+        return None
+
+    def add(self, pid: ParsedId, source: str) -> None:
+        if self.find(pid) is None:
+            self.by_id[pid.object_id] = (pid, source)
+
+
+def _close(a: Iterable[float], b: Iterable[float], tol: float = ID_TOLERANCE) -> bool:
+    return bool(np.all(np.abs(np.subtract(tuple(a), tuple(b))) <= tol))
+
+
+def action_object_ids(traj: AlfredTrajectory) -> list[str]:
+    """Every objectId the expert's actions name (objects and receptacles), in order, without slices."""
+    out = []
+    for a in traj.low_actions:
+        for key in ("objectId", "receptacleObjectId"):
+            if key in a and "Sliced" not in a[key]:
+                out.append(a[key])
+    return out
+
+
+def _static_ids(traj: AlfredTrajectory, layout: Layout, extra: dict[str, str], cat: Catalog) -> _IdSet:
+    ids = _IdSet()
+    for oid in layout.openable:
+        ids.add(parse_object_id(oid, layout.floor_plan), "layout")
+    for oid in action_object_ids(traj):
+        pid = parse_object_id(oid, traj.path)
+        if not (cat.index.get(pid.object_type) is not None and cat.get(pid.object_type).can("pickupable")):
+            ids.add(pid, "trajectory")
+    for oid, source in extra.items():
+        ids.add(parse_object_id(oid, "catalog"), source)
+    return ids
+
+
+def _pose_objects(traj: AlfredTrajectory) -> list[tuple[str, str, tuple, tuple]]:
+    seen: set[str] = set()
+    out = []
+    for pose in traj.object_poses:
+        oid = format_object_id(pose.object_type, pose.position)
+        n = 1
+        while oid in seen:  # AI2-THOR never repeats an id; keep ids unique even for odd input
+            oid, n = f"{format_object_id(pose.object_type, pose.position)}#{n}", n + 1
+        seen.add(oid)
+        out.append((oid, pose.object_type, pose.position, pose.rotation))
+    return out
+
+
+def _expert_parents(traj: AlfredTrajectory) -> dict[str, tuple[str, tuple[float, float, float]]]:
+    """objectId -> (receptacle type, receptacle position) from the planner's first pickup of each object.
+
+    The planner's coordinates are ``[x, x, z, z, y, y]`` in quarter metres (ALFRED's grid units).
+    """
+    out: dict[str, tuple[str, tuple[float, float, float]]] = {}
+    for step in traj.high_pddl:
+        pa = step.get("planner_action", {}) if isinstance(step, dict) else {}
+        if pa.get("action") != "PickupObject" or "coordinateReceptacleObjectId" not in pa:
+            continue
+        rec_type, c = pa["coordinateReceptacleObjectId"]
+        out.setdefault(str(pa.get("objectId", "")), (str(rec_type), (c[0] / 4, c[4] / 4, c[2] / 4)))
+    return out
+
+
+@dataclass
+class _Candidate:
+    object_id: str
+    object_type: str
+    position: tuple[float, float, float]
+
+
+def _nearest_receptacle(obj: _Candidate, recs: list[_Candidate], cat: Catalog) -> str | None:
+    """The compatible receptacle nearest the object, preferring ones whose origin is not above it."""
+    best, best_score = None, np.inf
+    for r in recs:
+        if r.object_id == obj.object_id or not cat.can_hold(r.object_type, obj.object_type):
+            continue
+        d = np.subtract(obj.position, r.position)
+        score = float(np.hypot(d[0], d[2]) + 0.5 * abs(d[1]) + (0.5 if d[1] < -0.1 else 0.0))
+        if score < best_score:
+            best, best_score = r.object_id, score
+    return best
+
+
+def _expert_parent(obj: _Candidate, evidence: dict, recs: list[_Candidate]) -> str | None:
+    for oid, (rec_type, rec_pos) in evidence.items():
+        pid = parse_object_id(oid) if oid else None
+        if pid is None or pid.object_type != obj.object_type or not _close(pid.position, obj.position):
+            continue
+        near = [r for r in recs if r.object_type == rec_type and _close(r.position, rec_pos, 0.05)]
+        if near:
+            return near[0].object_id
+    return None
+
+
+def _initial_toggles(traj: AlfredTrajectory) -> dict[str, bool]:
+    toggles = {t: True for t in ON_BY_DEFAULT}
+    for entry in traj.object_toggles:
+        if isinstance(entry, dict) and "objectType" in entry:
+            toggles[str(entry["objectType"])] = bool(entry.get("isOn", False))
+    return toggles
+
+
+def build_alfred_scene(
+    traj: AlfredTrajectory,
+    layout: Layout,
+    extra_static: dict[str, str] | None = None,
+    extra_cells: np.ndarray | None = None,
+    cat: Catalog | None = None,
+) -> AlfredScene:
+    """The household scene of one trajectory.
+
+    ``extra_static`` adds objectIds and ``extra_cells`` reachable cells (e.g. from a scene catalog); the
+    cells the trajectory's own expert stood on are always added (see :func:`expert_cells`).
+    """
+    cat = cat or catalog()
+    out = AlfredScene(scene=None)  # type: ignore[arg-type]
+    statics = _static_ids(traj, layout, extra_static or {}, cat)
+    cands = [_Candidate(oid, pid.object_type, pid.position) for oid, (pid, _) in statics.by_id.items()]
+    out.position_source = {oid: src for oid, (_, src) in statics.by_id.items()}
+    movables = [_Candidate(oid, t, pos) for oid, t, pos, _ in _pose_objects(traj)]
+    out.position_source.update({m.object_id: "pose" for m in movables})
+    known = [c for c in cands + movables if c.object_type in cat.index]
+    out.skipped_types = sorted({c.object_type for c in cands + movables if c.object_type not in cat.index})
+    recs = [c for c in known if cat.get(c.object_type).can("receptacle")]
+    evidence = _expert_parents(traj)
+    rotations = {oid: rot for oid, _, _, rot in _pose_objects(traj)}
+    objects = [_scene_object(c, cat, traj, rotations.get(c.object_id)) for c in known]
+    for obj, cand in zip(objects, known):
+        if cand in movables:
+            obj.parent = _expert_parent(cand, evidence, recs)
+            source = "expert" if obj.parent else "nearest"
+            obj.parent = obj.parent or _nearest_receptacle(cand, recs, cat)
+            out.parent_source[cand.object_id] = source if obj.parent else "none"
+    cells, out.added_cells = merge_cells(layout.reachable, expert_cells(traj))
+    if extra_cells is not None:
+        cells, n = merge_cells(cells, extra_cells)
+        out.added_cells += n
+    out.scene = _assemble(traj, cells, objects)
+    return out
+
+
+def _scene_object(c: _Candidate, cat: Catalog, traj: AlfredTrajectory, rotation: tuple | None) -> SceneObject:
+    t = cat.get(c.object_type)
+    toggles = _initial_toggles(traj)
+    movable = t.can("pickupable")
+    return SceneObject(
+        object_id=c.object_id,
+        object_type=c.object_type,
+        position=tuple(float(v) for v in c.position),
+        rotation=tuple(rotation) if rotation else (0.0, 0.0, 0.0),
+        is_toggled=t.can("toggleable") and toggles.get(c.object_type, False),
+        is_dirty=bool(traj.dirty_and_empty and movable and t.can("dirtyable")),
+    )
+
+
+def _assemble(traj: AlfredTrajectory, cells: np.ndarray, objects: list[SceneObject]) -> HouseholdScene:
+    start = traj.agent_start
+    return HouseholdScene(
+        scene_id=traj.floor_plan,
+        room_kind=room_kind(traj.floor_plan),
+        reachable=cells,
+        floor_y=round(start[1] - AGENT_BODY_HEIGHT, 3),
+        agent_start=start,
+        objects=objects,
+        source="alfred",
+    )
+
+
+def expert_cells(traj: AlfredTrajectory) -> np.ndarray:
+    """``[K, 2]`` (x, z) cells the expert stood on, dead-reckoned from the start through its moves.
+
+    Every expert move succeeded in AI2-THOR, so each of these cells is reachable even where ALFRED's
+    precomputed layout (made with a different object placement) leaves it out.
+    """
+    x, _, z, yaw, _ = traj.agent_start
+    cells = [(x, z)]
+    for a in traj.low_actions:
+        name = a.get("action")
+        if name in ("RotateLeft", "RotateRight"):
+            yaw = (yaw + (90.0 if name == "RotateRight" else -90.0)) % 360.0
+        elif name == "MoveAhead":
+            step = float(a.get("moveMagnitude", 0.25))
+            x, z = x + step * np.sin(np.radians(yaw)), z + step * np.cos(np.radians(yaw))
+            x, z = round(x * 4) / 4, round(z * 4) / 4
+            cells.append((x, z))
+    return np.unique(np.round(np.array(cells, dtype=np.float64), 3), axis=0)
+
+
+def merge_cells(grid: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
+    """The union of two ``[K, 2]`` cell sets (layout order first) and how many cells ``extra`` added."""
+    grid = np.asarray(grid, dtype=np.float64).reshape(-1, 2)
+    extra = np.asarray(extra, dtype=np.float64).reshape(-1, 2)
+    if len(extra) == 0:
+        return grid, 0
+    d = np.abs(extra[:, None, :] - grid[None, :, :]).sum(axis=2).min(axis=1) if len(grid) else np.full(len(extra), 1.0)
+    new = extra[d > 1e-3]
+    return np.concatenate([grid, new]), len(new)
