@@ -58,6 +58,11 @@ class QuerySpec:
         return {"name": self.name, "arg": self.arg, "args": json.dumps(self.args, sort_keys=True)}
 
 
+def _args_text(args: dict[str, Any]) -> str:
+    """Args take part in a program's identity (a query's subject, a filter's receptacle); empty: ""."""
+    return json.dumps(args, sort_keys=True, separators=(",", ":")) if args else ""
+
+
 @dataclass(frozen=True)
 class Program:
     filters: tuple[FilterSpec, ...]
@@ -69,8 +74,8 @@ class Program:
 
     def signature(self) -> str:
         """Canonical text of the program; equal programs have equal signatures."""
-        parts = [f"{f.family}:{f.key}={f.value}" for f in self.filters]
-        return f"{self.query.name}({self.query.arg})?" + " AND ".join(sorted(parts))
+        parts = [f"{f.family}:{f.key}={f.value}{_args_text(f.args)}" for f in self.filters]
+        return f"{self.query.name}({self.query.arg}{_args_text(self.query.args)})?" + " AND ".join(sorted(parts))
 
     def to_dict(self) -> dict[str, Any]:
         return {"filters": [f.to_dict() for f in self.filters], "query": self.query.to_dict()}

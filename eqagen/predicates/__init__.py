@@ -1,0 +1,38 @@
+"""Programs over episodes: filters, queries, the evaluator and the sampler (TAG-EQA's method).
+
+Public API: :func:`sample_questions`, :func:`evaluate`, :class:`QuestionConfig`, and the registry
+(:func:`register_filter`, :func:`register_query`, :func:`forbid_pair`, :func:`declare_world_family`,
+:func:`extend_world_family`) through which world families add their own predicates.
+"""
+
+from eqagen.predicates.config import QuestionConfig
+from eqagen.predicates.context import EpisodeContext, NamedEvent, context_for
+from eqagen.predicates.evaluator import evaluate
+from eqagen.predicates.registry import (
+    REGISTRY,
+    Anchored,
+    Outcome,
+    declare_world_family,
+    extend_world_family,
+    forbid_pair,
+    register_filter,
+    register_query,
+    world_support,
+)
+
+__all__ = [
+    "REGISTRY",
+    "Anchored",
+    "EpisodeContext",
+    "NamedEvent",
+    "Outcome",
+    "QuestionConfig",
+    "context_for",
+    "declare_world_family",
+    "evaluate",
+    "extend_world_family",
+    "forbid_pair",
+    "register_filter",
+    "register_query",
+    "world_support",
+]

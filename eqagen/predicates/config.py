@@ -1,0 +1,46 @@
+"""``QuestionConfig``: the ``questions`` section of a pipeline config (how programs are sampled)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+QUERY_MIX = {"listObjects": 0.2, "count": 0.2, "getState": 0.2, "getProperty": 0.2, "getLocation": 0.2}
+FAMILY_MIX = {"property": 0.2, "location": 0.2, "state": 0.2, "position": 0.2, "moment": 0.2}
+N_FILTERS_MIX = {1: 0.3, 2: 0.3, 3: 0.25, 4: 0.15}
+
+
+class QuestionConfig(BaseModel):
+    """How questions are sampled per episode. Mixes are target shares (normalised; a name the episode's
+    world family does not support is skipped); the sampler steers towards them as it goes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions_per_episode: int = Field(24, ge=1, description="question records per episode (ungrounded + grounded)")
+    attempts_per_question: int = Field(40, ge=1, description="candidate programs tried per wanted question")
+    query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
+    family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
+    n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))
+    grounded_share: float = Field(0.35, ge=0.0, le=0.5, description="target share of grounded records")
+    grounded_tolerance: float = Field(0.1, ge=0.0, le=1.0, description="how far the share may stray first")
+    max_filters_per_family: int = Field(2, ge=1, le=4, description="diversity: cap of filters of one family")
+    event_count_share: float = Field(0.4, ge=0.0, le=1.0, description="of count queries, share counting events")
+    any_subject_share: float = Field(0.2, ge=0.0, le=1.0, description="share of questions about 'objects'")
+    max_list_items: int = Field(6, ge=1, description="listObjects answers with more entities are rejected")
+    max_query_targets: int = Field(3, ge=1, description="getState/getProperty/getLocation: entities per group")
+    forbidden_pairs: list[tuple[str, str, str, str]] = Field(
+        default_factory=list, description="extra (family, key, query, arg) pairs; '*' any, '=' arg equals key"
+    )
+
+    @field_validator("query_mix", "family_mix", "n_filters_mix")
+    @classmethod
+    def _positive_mix(cls, mix: dict) -> dict:
+        if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
+            raise ValueError("a mix needs at least one positive weight and no negative ones")
+        return mix
+
+    @model_validator(mode="after")
+    def _filter_counts(self) -> QuestionConfig:
+        bad = [n for n in self.n_filters_mix if not 1 <= int(n) <= 4]
+        if bad:
+            raise ValueError(f"n_filters_mix keys must be 1 to 4, got {bad}")
+        return self

@@ -1,0 +1,159 @@
+"""The per-episode evaluation context: the episode's ``[t, entity]`` arrays, built once and shared.
+
+Filters and queries read only this object. DATA, the set of observations, is ``ctx.data``: the
+``(t, entity)`` pairs the agent saw (visible) while the entity existed. Derived arrays (egocentric
+coordinates, attribute columns) are computed on first use and memoised, as are filter selections.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from eqagen.core import Episode, FilterSpec, to_egocentric
+from eqagen.predicates.registry import REGISTRY, Anchored, WorldSupport, world_support
+
+
+@dataclass(frozen=True)
+class NamedEvent:
+    """An event named uniquely by (kind, entity type, ordinal among events of that kind and type).
+
+    ``ordinal`` counts per entity *type*, not per instance, so "the second time you opened a fridge" is
+    unique even with two fridges; ``n_same`` is how many such events the episode has (1: no ordinal
+    needed in the text).
+    """
+
+    index: int
+    t: int
+    kind: str
+    entity: int
+    target: int
+    type: str
+    ordinal: int
+    n_same: int
+
+    @property
+    def name(self) -> str:
+        """Canonical text: ``open Fridge`` or, when repeated, ``open Fridge #2``."""
+        base = f"{self.kind} {self.type}"
+        return base if self.n_same == 1 else f"{base} #{self.ordinal}"
+
+
+def name_events(episode: Episode) -> list[NamedEvent]:
+    """Events with an entity, in time order, with per-(kind, type) ordinals."""
+    types = episode.entities.type
+    raw = sorted((e for e in episode.events if e.entity >= 0), key=lambda e: (e.t, e.kind, e.entity, e.target))
+    totals = Counter((e.kind, types[e.entity]) for e in raw)
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for i, e in enumerate(raw):
+        key = (e.kind, types[e.entity])
+        seen[key] += 1
+        out.append(NamedEvent(i, int(e.t), e.kind, int(e.entity), int(e.target), key[1], seen[key], totals[key]))
+    return out
+
+
+def spec_key(spec: FilterSpec) -> tuple:
+    """A hashable key of a FilterSpec (its args dict is not hashable)."""
+    try:
+        return (spec.family, spec.key, spec.value, tuple(sorted(spec.args.items())))
+    except TypeError:
+        return (spec.family, spec.key, spec.value, json.dumps(spec.args, sort_keys=True))
+
+
+class EpisodeContext:
+    """Arrays of one episode for the predicates: ``data``, ``position``, ``parent``, flags, attributes."""
+
+    def __init__(self, episode: Episode, support: WorldSupport | None = None):
+        self.episode = episode
+        self.support = support or world_support(episode.family)
+        self.params: dict[str, Any] = self.support.params
+        tl = episode.timeline
+        self.T, self.N = tl.n_steps, tl.n_entities
+        exists = tl.field("exists").astype(bool) if "exists" in tl.initial else True
+        self.data: np.ndarray = tl.field("visible").astype(bool) & exists
+        self.position: np.ndarray = tl.field("position").astype(np.float64)
+        self.parent: np.ndarray = tl.field("parent").astype(np.int64)
+        self.types: np.ndarray = np.asarray(episode.entities.type, dtype=object)
+        self.observed: np.ndarray = self.data.any(axis=0)
+        self.first_seen: np.ndarray = np.where(self.observed, self.data.argmax(axis=0), -1)
+        self.pose: np.ndarray = episode.steps.pose.astype(np.float64)
+        self.events: list[NamedEvent] = name_events(episode)
+        self._memo: dict[Any, Any] = {}
+        self._selections: dict[tuple, np.ndarray | Anchored] = {}
+
+    # -- cached derived arrays -------------------------------------------------------------------
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """Compute once per episode (extensions use this for their own derived arrays)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def flag(self, name: str) -> np.ndarray:
+        """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""
+        tl = self.episode.timeline
+        if name not in tl.initial:
+            return self.memo(("noflag",), lambda: np.zeros((self.T, self.N), dtype=bool))
+        return self.memo(("flag", name), lambda: tl.field(name).astype(bool))
+
+    def attribute(self, name: str) -> np.ndarray:
+        """Object ``[N]`` array of a static attribute (None where an entity lacks it)."""
+        return self.memo(("attr", name), lambda: np.asarray(self.episode.entities.attribute(name), dtype=object))
+
+    def capable(self, capability: str) -> np.ndarray:
+        return self.memo(("cap", capability), lambda: self.episode.entities.has_capability(capability))
+
+    def of_type(self, type_name: str) -> np.ndarray:
+        """Bool ``[N]``: entities of one type."""
+        return self.memo(("type", type_name), lambda: self.types == type_name)
+
+    def instances(self, type_name: str) -> np.ndarray:
+        """Observed entities of one type (int array): the candidate anchors of a named object."""
+        return self.memo(("inst", type_name), lambda: np.flatnonzero(self.of_type(type_name) & self.observed))
+
+    def observed_types(self) -> list[str]:
+        return self.memo(("otypes",), lambda: sorted(set(self.types[self.observed].tolist())))
+
+    @property
+    def ego(self) -> np.ndarray:
+        """``[T, N, 3]`` positions in the agent's frame at each step (x right, y up, z forward)."""
+        return self.memo(("ego",), lambda: to_egocentric(self.position, self.pose[:, None, :3], self.pose[:, None, 3]))
+
+    def anchor_position(self, entity: int) -> tuple[float, float, float]:
+        """Where an anchor is named: its position when the agent first saw it, rounded to centimetres."""
+        t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
+        x, y, z = self.position[t, entity]
+        return (round(float(x), 2), round(float(y), 2), round(float(z), 2))
+
+    # -- filter selections ------------------------------------------------------------------------
+    def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:
+        """The filter's selection, memoised per spec (filters are pure)."""
+        key = spec_key(spec)
+        sel = self._selections.get(key)
+        if sel is None:
+            sel = REGISTRY.filter(spec.family, spec.key).fn(self, spec)
+            self._selections[key] = sel
+        return sel
+
+
+_CONTEXTS: OrderedDict[int, tuple[weakref.ref, EpisodeContext]] = OrderedDict()
+_MAX_CONTEXTS = 8  # a few recent episodes; a context refers to its episode, so the cache is bounded
+
+
+def context_for(episode: Episode) -> EpisodeContext:
+    """The shared context of an episode (built on first use; the last few are kept)."""
+    hit = _CONTEXTS.get(id(episode))
+    if hit is not None and hit[0]() is episode:
+        _CONTEXTS.move_to_end(id(episode))
+        return hit[1]
+    ctx = EpisodeContext(episode)
+    _CONTEXTS[id(episode)] = (weakref.ref(episode), ctx)
+    while len(_CONTEXTS) > _MAX_CONTEXTS:
+        _CONTEXTS.popitem(last=False)
+    return ctx

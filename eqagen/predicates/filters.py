@@ -1,0 +1,351 @@
+"""The built-in filter families: property, location, state, position (situated) and moment.
+
+Each filter is a pure function of the episode context and a FilterSpec returning a ``[T, N]`` bool mask
+or an :class:`Anchored` stack (one mask per instance of the object it names). Each family also has a
+``values`` function (the specs satisfiable somewhere in the episode) and a ``values_at`` function (the
+specs true at one observation), which the sampler uses to propose only filters that can hold.
+
+Thresholds come from ``ctx.params`` (declared per world family), with the defaults below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from eqagen.core import FilterSpec
+from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.registry import Anchored, register_filter
+
+DEFAULTS = {
+    "above_radius": 0.6,  # m: horizontal distance within which one thing is above/under another
+    "above_min_dy": 0.05,  # m: vertical gap that counts as above/under
+    "above_max_dy": 2.0,
+    "side_margin": 0.15,  # m: egocentric offset that counts as left/right/in front/behind of an object
+    "near_radius": 2.0,  # m: how far apart two objects may be for a situated relation between them
+    "agent_side": 0.3,  # m: |x| beyond which a thing is to your left/right; within it, in front of you
+    "moment_window": 3,  # steps: "right before/after" an event
+    "between_span": 3,  # events: "between E1 and E2" pairs E1 with the next few events only
+    "state_capability": {
+        "open": "openable",
+        "toggled": "toggleable",
+        "broken": "breakable",
+        "sliced": "sliceable",
+        "filled": "fillable",
+    },
+    "enclosing_capability": "enclosing",  # receptacles whose contents are "inside" rather than "on"
+    "inside_types": (),
+}
+
+
+def param(ctx: EpisodeContext, name: str):
+    return ctx.params.get(name, DEFAULTS[name])
+
+
+def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
+    return np.broadcast_to(col, (ctx.T, ctx.N))
+
+
+def _specs(family: str, key: str, values) -> list[FilterSpec]:
+    return [FilterSpec(family, key, str(v)) for v in sorted(set(values))]
+
+
+# -- property --------------------------------------------------------------------------------------
+def property_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    col = ctx.attribute(key)[ctx.observed]
+    return _specs("property", key, (v for v in col if v))
+
+
+def property_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
+    v = ctx.attribute(key)[e]
+    return [FilterSpec("property", key, str(v))] if v else []
+
+
+def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
+    """Entities whose static attribute ``key`` equals ``value`` (at every step)."""
+    return _broadcast(ctx.attribute(spec.key) == spec.value, ctx)
+
+
+register_filter("property", ("color", "material"), property_values, slot="pre", values_at=property_values_at)(
+    attribute_is
+)
+register_filter("property", ("utility",), property_values, slot="post", values_at=property_values_at)(attribute_is)
+
+
+# -- state -------------------------------------------------------------------------------------------
+def state_capable(ctx: EpisodeContext, key: str) -> np.ndarray:
+    """Bool ``[N]``: entities that can be in state ``key`` at all (a cup is neither open nor closed)."""
+    cap = param(ctx, "state_capability").get(key)
+    return ctx.capable(cap) if cap else np.ones(ctx.N, dtype=bool)
+
+
+def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    seen = ctx.data & state_capable(ctx, key)[None, :]
+    flag = ctx.flag(key)
+    vals = [v for v, m in (("true", flag), ("false", ~flag)) if (seen & m).any()]
+    return _specs("state", key, vals)
+
+
+def state_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
+    if not state_capable(ctx, key)[e]:
+        return []
+    return [FilterSpec("state", key, "true" if ctx.flag(key)[t, e] else "false")]
+
+
+@register_filter(
+    "state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre", values_at=state_values_at
+)
+def state_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
+    """Entities in (value "true") or out of (value "false") state ``key`` at each step."""
+    flag = ctx.flag(spec.key)
+    held = flag if spec.value == "true" else ~flag
+    return held & state_capable(ctx, spec.key)[None, :]
+
+
+# -- location -----------------------------------------------------------------------------------------
+def encloses(ctx: EpisodeContext) -> np.ndarray:
+    """Bool ``[N]``: receptacles whose contents are "inside" (fridge, drawer) rather than "on" them."""
+
+    def compute() -> np.ndarray:
+        inside = ctx.capable(param(ctx, "enclosing_capability"))
+        return inside | np.isin(ctx.types, list(param(ctx, "inside_types")))
+
+    return ctx.memo(("encloses",), compute)
+
+
+def _inside_key(ctx: EpisodeContext, receptacle: int, same: bool) -> str:
+    key = "inside" if encloses(ctx)[receptacle] else "on"
+    return key + "_same" if same else key
+
+
+def _anchors(ctx: EpisodeContext, type_name: str) -> np.ndarray:
+    return ctx.instances(type_name)
+
+
+def on_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
+    """``on``/``inside`` <type>: held by that receptacle instance; one group per observed instance."""
+    anchors = _anchors(ctx, spec.value)
+    masks = ctx.parent[None, :, :] == anchors[:, None, None]
+    return Anchored(anchors, masks)
+
+
+def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
+    """``on_same``/``inside_same`` <receptacle type> as <value>: held by the receptacle that holds the
+    anchor (an observed instance of ``value``) at that step, while the agent saw the anchor."""
+    anchors = _anchors(ctx, spec.value)
+    rec_type = spec.args["receptacle"]
+    ap = ctx.parent[:, anchors].T  # [G, T] the anchor's receptacle
+    ok = (ap >= 0) & ctx.data[:, anchors].T
+    ok &= ctx.of_type(rec_type)[np.maximum(ap, 0)]
+    masks = (ctx.parent[None, :, :] == ap[:, :, None]) & ok[:, :, None]
+    masks[np.arange(len(anchors)), :, anchors] = False
+    return Anchored(anchors, masks)
+
+
+def _vertical_relation(ctx: EpisodeContext, anchors: np.ndarray, above: bool) -> np.ndarray:
+    pos = ctx.position
+    pa = pos[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
+    d = pos[None, :, :, :] - pa  # [G, T, N, 3]
+    hdist2 = d[..., 0] ** 2 + d[..., 2] ** 2
+    dy = d[..., 1] if above else -d[..., 1]
+    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
+    masks = (hdist2 <= r * r) & (dy > lo) & (dy <= hi)
+    masks &= ctx.parent[None, :, :] != anchors[:, None, None]  # what rests on it is "on", not "above"
+    masks[np.arange(len(anchors)), :, anchors] = False
+    return masks
+
+
+def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
+    """``above``/``under`` <type>: within ``above_radius`` horizontally and higher/lower than an instance."""
+    anchors = _anchors(ctx, spec.value)
+    return Anchored(anchors, _vertical_relation(ctx, anchors, spec.key == "above"))
+
+
+LOCATION_FNS = {
+    "on": on_receptacle,
+    "inside": on_receptacle,
+    "on_same": same_receptacle,
+    "inside_same": same_receptacle,
+    "above": above_under,
+    "under": above_under,
+}
+
+
+def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    """Location specs that hold for some observation, computed over all observations at once."""
+    ts, es = np.nonzero(ctx.data)
+    ps = ctx.parent[ts, es]
+    held = ps >= 0
+    ts, es, ps = ts[held], es[held], ps[held]
+    if key in ("on", "inside"):
+        ok = ctx.observed[ps] & (encloses(ctx)[ps] == (key == "inside"))
+        return _specs("location", key, ctx.types[ps[ok]].tolist())
+    if key in ("on_same", "inside_same"):
+        ok = encloses(ctx)[ps] == (key == "inside_same")
+        ts, es, ps = ts[ok], es[ok], ps[ok]
+        slot = ts * ctx.N + ps
+        _, inverse, counts = np.unique(slot, return_inverse=True, return_counts=True)
+        shared = counts[inverse] >= 2  # another seen entity shares the receptacle at that step
+        pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
+        return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
+    out = []
+    for type_name in ctx.observed_types():
+        sel = ctx.selection(FilterSpec("location", key, type_name))
+        if (sel.masks & ctx.data[None]).any():
+            out.append(type_name)
+    return _specs("location", key, out)
+
+
+def _vertical_at(ctx: EpisodeContext, t: int, e: int, above: bool) -> np.ndarray:
+    """Bool ``[N]``: anchors a such that e is above (or under) a at step t (same rule as the masks)."""
+    d = ctx.position[t, e][None, :] - ctx.position[t]
+    dy = d[:, 1] if above else -d[:, 1]
+    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
+    rel = (d[:, 0] ** 2 + d[:, 2] ** 2 <= r * r) & (dy > lo) & (dy <= hi) & ctx.observed
+    rel[e] = False
+    if ctx.parent[t, e] >= 0:
+        rel[ctx.parent[t, e]] = False
+    return rel
+
+
+def location_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
+    """Location specs true for entity ``e`` at step ``t``."""
+    p = int(ctx.parent[t, e])
+    if key in ("on", "inside"):
+        ok = p >= 0 and ctx.observed[p] and _inside_key(ctx, p, False) == key
+        return [FilterSpec("location", key, ctx.types[p])] if ok else []
+    if key in ("on_same", "inside_same"):
+        if p < 0 or _inside_key(ctx, p, True) != key:
+            return []
+        mates = np.flatnonzero((ctx.parent[t] == p) & ctx.data[t])
+        names = sorted({ctx.types[a] for a in mates.tolist() if a != e})
+        return [FilterSpec("location", key, n, {"receptacle": ctx.types[p]}) for n in names]
+    rel = _vertical_at(ctx, t, e, key == "above")
+    return _specs("location", key, ctx.types[rel].tolist())
+
+
+def location_filter(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
+    return LOCATION_FNS[spec.key](ctx, spec)
+
+
+register_filter(
+    "location",
+    tuple(LOCATION_FNS),
+    location_values,
+    slot="post",
+    values_at=location_values_at,
+    labels={
+        "on": "on the object",
+        "inside": "inside the object",
+        "on_same": "on the same object as",
+        "inside_same": "inside the same object as",
+        "above": "above the object",
+        "under": "under the object",
+    },
+)(location_filter)
+
+
+# -- position (situated) ------------------------------------------------------------------------------
+POSITION_KEYS = ("front", "behind", "left", "right")
+AGENT = "you"
+
+
+def _relative_masks(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np.ndarray:
+    """``[G, T, N]``: e is ``key`` of anchor a as seen from the agent's pose at t, both seen at t."""
+    ego = ctx.ego
+    ea = ego[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
+    m = param(ctx, "side_margin")
+    axis, sign = {"left": (0, -1), "right": (0, 1), "front": (2, -1), "behind": (2, 1)}[key]
+    offset = sign * (ego[None, :, :, axis] - ea[..., axis])
+    d = ego[None] - ea
+    near = d[..., 0] ** 2 + d[..., 2] ** 2 <= param(ctx, "near_radius") ** 2
+    masks = (offset > m) & near & ctx.data[None] & ctx.data[:, anchors].T[:, :, None]
+    masks[np.arange(len(anchors)), :, anchors] = False
+    return masks
+
+
+def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
+    """``[T, N]``: e is to your left/right or in front of you (ahead, within ``agent_side``), as seen."""
+    x, z = ctx.ego[..., 0], ctx.ego[..., 2]
+    side = param(ctx, "agent_side")
+    rel = {"left": x < -side, "right": x > side, "front": (np.abs(x) <= side) & (z > 0)}[key]
+    return rel & ctx.data
+
+
+def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
+    if spec.value == AGENT:
+        return _agent_mask(ctx, spec.key)
+    anchors = _anchors(ctx, spec.value)
+    return Anchored(anchors, _relative_masks(ctx, anchors, spec.key))
+
+
+def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    out = [AGENT] if key != "behind" and _agent_mask(ctx, key).any() else []
+    for type_name in ctx.observed_types():
+        if ctx.selection(FilterSpec("position", key, type_name)).masks.any():
+            out.append(type_name)
+    return _specs("position", key, out)
+
+
+def position_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
+    if not ctx.data[t, e]:
+        return []
+    out = [AGENT] if key != "behind" and _agent_mask(ctx, key)[t, e] else []
+    for type_name in sorted({ctx.types[a] for a in np.flatnonzero(ctx.data[t]).tolist() if a != e}):
+        if ctx.selection(FilterSpec("position", key, type_name)).masks[:, t, e].any():
+            out.append(type_name)
+    return _specs("position", key, out)
+
+
+register_filter(
+    "position",
+    POSITION_KEYS,
+    position_values,
+    slot="post",
+    values_at=position_values_at,
+    labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
+)(position_filter)
+
+
+# -- moment (temporal) --------------------------------------------------------------------------------
+MOMENT_KEYS = ("before", "after", "right_before", "right_after", "between")
+
+
+def moment_window(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
+    """Bool ``[T]``: the steps the moment filter keeps. Step t holds the state after action t, so the
+    step of an event already counts as after it."""
+    t = np.arange(ctx.T)
+    t1 = ctx.events[spec.args["event"]].t
+    w = param(ctx, "moment_window")
+    if spec.key == "between":
+        t2 = ctx.events[spec.args["event2"]].t
+        return (t >= t1) & (t < t2)
+    return {
+        "before": t < t1,
+        "after": t >= t1,
+        "right_before": (t >= t1 - w) & (t < t1),
+        "right_after": (t >= t1) & (t < t1 + w),
+    }[spec.key]
+
+
+@register_filter("moment", MOMENT_KEYS, lambda ctx, key: list(moment_specs(ctx, key)), slot="when")
+def moment_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
+    return _broadcast(moment_window(ctx, spec)[:, None], ctx)
+
+
+def moment_specs(ctx: EpisodeContext, key: str) -> Iterator[FilterSpec]:
+    """Every event-named moment whose window holds at least one observation."""
+    seen_at = ctx.data.any(axis=1)
+    events = ctx.events
+    for ev in events:
+        if key != "between":
+            spec = FilterSpec("moment", key, ev.name, {"event": ev.index})
+            if (moment_window(ctx, spec) & seen_at).any():
+                yield spec
+            continue
+        for other in events[ev.index + 1 : ev.index + 1 + param(ctx, "between_span")]:
+            if other.t > ev.t:
+                spec = FilterSpec("moment", key, f"{ev.name}, {other.name}", {"event": ev.index, "event2": other.index})
+                if (moment_window(ctx, spec) & seen_at).any():
+                    yield spec

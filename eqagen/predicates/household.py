@@ -1,0 +1,30 @@
+"""What household (AI2-THOR-like) episodes can be asked: all five built-in filter families and queries."""
+
+from __future__ import annotations
+
+import eqagen.predicates.builtin  # noqa: F401
+from eqagen.predicates.registry import declare_world_family
+
+declare_world_family(
+    "household",
+    filters={
+        "property": ("color", "material", "utility"),
+        "location": None,
+        "state": ("open", "toggled", "broken", "sliced", "filled"),
+        "position": None,
+        "moment": None,
+    },
+    queries={
+        "listObjects": None,
+        "count": None,
+        "getState": ("open", "toggled", "broken", "sliced", "filled"),
+        "getProperty": ("color", "material", "utility"),
+        "getLocation": None,
+    },
+    params={
+        # AI2-THOR's openable receptacles that hide their contents ("inside the fridge"); other containers
+        # whose contents are said to be inside them rather than on them.
+        "enclosing_capability": "enclosing",
+        "inside_types": ("Box", "Bowl", "Pot", "Pan", "Mug", "Cup", "GarbageCan", "SinkBasin", "BathtubBasin"),
+    },
+)

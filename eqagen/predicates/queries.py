@@ -1,0 +1,173 @@
+"""The built-in queries: listObjects, count (objects; times an event happened), getState, getProperty,
+getLocation.
+
+A query aggregates one group's ``[T, N]`` mask (filters AND subject AND what the query applies to, and
+AND DATA for queries over observations) into an :class:`Outcome`: the entities it answers with and the
+answer value, always a string. The subject (``query.args["subject"]``, an entity type; absent: any
+object) is applied by the evaluator through ``subject_mask``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eqagen.core import QuerySpec
+from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.filters import state_capable
+from eqagen.predicates.registry import Outcome, register_query
+
+STATE_WORDS = {
+    "open": ("open", "closed"),
+    "toggled": ("on", "off"),
+    "broken": ("broken", "not broken"),
+    "sliced": ("sliced", "not sliced"),
+    "filled": ("filled with liquid", "empty"),
+}
+
+
+def state_word(flag: str, value: bool) -> str:
+    pos, neg = STATE_WORDS.get(flag, (flag, f"not {flag}"))
+    return pos if value else neg
+
+
+def seen_entities(mask: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(mask.any(axis=0))
+
+
+def last_step(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
+    """For each entity, the last step its mask holds (the last time the agent saw it so)."""
+    cols = mask[:, entities]
+    return mask.shape[0] - 1 - np.argmax(cols[::-1], axis=0)
+
+
+def join_values(values: list[str]) -> str:
+    return ", ".join(sorted(set(values)))
+
+
+def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
+    return np.ones(ctx.N, dtype=bool)
+
+
+# -- listObjects ----------------------------------------------------------------------------------------
+@register_query(
+    "listObjects",
+    args=lambda ctx: [QuerySpec("listObjects")],
+    applies=_everything,
+    answer_type="objects",
+    categories=("object recognition", "object"),
+)
+def list_objects(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The types of the entities seen, sorted, with repeats ("Apple, Cup, Cup")."""
+    ents = seen_entities(mask)
+    if ents.size == 0:
+        return None
+    return Outcome(ents, ", ".join(sorted(ctx.types[ents].tolist())))
+
+
+# -- count ------------------------------------------------------------------------------------------------
+def count_args(ctx: EpisodeContext) -> list[QuerySpec]:
+    kinds = sorted({e.kind for e in ctx.events})
+    return [QuerySpec("count", "objects")] + [QuerySpec("count", "events", {"kind": k}) for k in kinds]
+
+
+@register_query(
+    "count",
+    args=count_args,
+    applies=_everything,
+    answer_type="number",
+    categories=("spatial understanding", "counting"),
+    observed=False,
+)
+def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
+    the event's step (what the agent did, seen or not)."""
+    if query.arg == "objects":
+        ents = seen_entities(mask & ctx.data)
+        return Outcome(ents, str(ents.size)) if ents.size else None
+    t, ent = event_arrays(ctx, query.args["kind"])
+    hit = mask[t, ent]
+    if not hit.any():
+        return None
+    return Outcome(np.unique(ent[hit]), str(int(hit.sum())))
+
+
+def event_arrays(ctx: EpisodeContext, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Steps and entities of the events of one kind (memoised)."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        evs = [e for e in ctx.events if e.kind == kind]
+        return np.array([e.t for e in evs], dtype=np.int64), np.array([e.entity for e in evs], dtype=np.int64)
+
+    return ctx.memo(("events", kind), compute)
+
+
+# -- getState ---------------------------------------------------------------------------------------------
+def state_args(ctx: EpisodeContext) -> list[QuerySpec]:
+    flags = [f for f in STATE_WORDS if f in ctx.episode.timeline.initial]
+    return [QuerySpec("getState", f) for f in flags if (state_capable(ctx, f) & ctx.observed).any()]
+
+
+@register_query(
+    "getState",
+    args=state_args,
+    applies=lambda ctx, q: state_capable(ctx, q.arg),
+    answer_type="state",
+    categories=("object state recognition", "state"),
+    max_targets=True,
+)
+def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The state of each entity the last time the agent saw it within the selection."""
+    ents = seen_entities(mask)
+    if ents.size == 0:
+        return None
+    flags = ctx.flag(query.arg)[last_step(mask, ents), ents]
+    return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]))
+
+
+# -- getProperty ------------------------------------------------------------------------------------------
+def property_args(ctx: EpisodeContext) -> list[QuerySpec]:
+    names = sorted({k for i in np.flatnonzero(ctx.observed) for k in ctx.episode.entities.attributes[i]})
+    return [QuerySpec("getProperty", n) for n in names]
+
+
+def property_categories(query: QuerySpec) -> tuple[str, str]:
+    if query.arg == "utility":
+        return ("functional reasoning", "knowledge")
+    return ("attribute recognition", "attribute")
+
+
+@register_query(
+    "getProperty",
+    args=property_args,
+    applies=lambda ctx, q: np.array([v is not None for v in ctx.attribute(q.arg)], dtype=bool),
+    answer_type=lambda q: q.arg,
+    categories=property_categories,
+    max_targets=True,
+)
+def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    ents = seen_entities(mask)
+    if ents.size == 0:
+        return None
+    return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]]))
+
+
+# -- getLocation ------------------------------------------------------------------------------------------
+@register_query(
+    "getLocation",
+    args=lambda ctx: [QuerySpec("getLocation")] if (ctx.parent[ctx.data] >= 0).any() else [],
+    applies=_everything,
+    answer_type="location",
+    categories=("object localization", "location"),
+    max_targets=True,
+)
+def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The receptacle type holding each entity the last time the agent saw it within the selection;
+    entities held by nothing then are left out."""
+    ents = seen_entities(mask)
+    if ents.size == 0:
+        return None
+    parents = ctx.parent[last_step(mask, ents), ents]
+    held = parents >= 0
+    if not held.any():
+        return None
+    return Outcome(ents[held], join_values(ctx.types[parents[held]].tolist()))

@@ -1,0 +1,315 @@
+"""The registry of filters, queries, forbidden pairs and world-family support.
+
+A question is ``DATA -> FILTER_1 -> ... -> FILTER_n -> QUERY`` over one episode. Everything a program
+can say is registered here by decorator, so that a world family (navigation, blockworld) adds its own
+filter families and queries from its own module without editing this package:
+
+- a *filter* is a pure function ``fn(ctx, spec) -> Selection`` over the episode context's ``[t, entity]``
+  arrays: a bool ``[T, N]`` mask, or an :class:`Anchored` stack ``[G, T, N]`` with one mask per instance
+  of the object the filter names (two countertops -> two groups);
+- its *values* function ``values(ctx, key) -> Iterable[FilterSpec]`` lists the filter specs that can
+  hold in this episode (the sampler proposes only these);
+- a *query* is a pure function ``fn(ctx, query, mask) -> Outcome | None`` that aggregates one group's
+  ``[T, N]`` mask into the entities it answers with and the answer value (a string);
+- a world family declares which filter families (and keys) and which queries (and args) it supports.
+
+See docs/questions.md ("Registering a filter family or a query") for a worked example.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from eqagen.core import FilterSpec, QuerySpec, UnknownNameError
+
+if TYPE_CHECKING:
+    from eqagen.predicates.context import EpisodeContext
+
+SLOTS = ("pre", "post", "when")  # where a filter's phrase goes: before the noun, after it, as a time clause
+
+
+@dataclass(frozen=True)
+class Anchored:
+    """A selection grouped per instance of the object a filter names.
+
+    ``anchors[g]`` is the entity index of group ``g``'s instance (e.g. ``CounterTop#2``) and
+    ``masks[g]`` the ``[T, N]`` mask of what the filter keeps for that instance.
+    """
+
+    anchors: np.ndarray  # int [G]
+    masks: np.ndarray  # bool [G, T, N]
+
+    def __len__(self) -> int:
+        return int(self.anchors.shape[0])
+
+    def union(self) -> np.ndarray:
+        return self.masks.any(axis=0)
+
+
+Selection = "np.ndarray | Anchored"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a query says about one group: the entities it answers with and the answer value."""
+
+    entities: np.ndarray  # int [k], sorted, distinct
+    value: str
+
+
+FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
+ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
+ValuesAtFn = Callable[["EpisodeContext", str, int, int], Iterable[FilterSpec]]
+QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
+QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
+AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
+CategoryFn = Callable[[QuerySpec], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class FilterDef:
+    """One registered filter key: ``family`` (property, location, ...), ``key`` (color, on, ...)."""
+
+    family: str
+    key: str
+    fn: FilterFn
+    values: ValuesFn
+    values_at: ValuesAtFn | None = None  # specs true at one observation (t, e); None: scan ``values``
+    slot: str = "post"
+    phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
+    label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
+
+
+@dataclass(frozen=True)
+class QueryDef:
+    """One registered query: ``name`` (listObjects, count, ...)."""
+
+    name: str
+    fn: QueryFn
+    args: QueryArgsFn  # the query specs this episode can ask
+    applies: AppliesFn  # bool [N]: entities the query can say something about (e.g. openable ones)
+    answer_type: Callable[[QuerySpec], str]
+    categories: CategoryFn  # (OpenEQA category, EXPRESS-Bench category)
+    observed: bool = True  # True: the group mask is restricted to DATA (what the agent saw)
+    max_targets: bool = False  # True: at most QuestionConfig.max_query_targets entities per group
+    template: str | None = None  # jinja2 source of the question; None: templates/questions/<name>.j2
+
+
+@dataclass
+class WorldSupport:
+    """What a world family can be asked: filter family -> keys, query -> args (None: all registered).
+
+    ``params`` carries family-specific knobs the predicates read through ``ctx.params`` (thresholds,
+    which receptacle types enclose their contents, ...).
+    """
+
+    family: str
+    filters: dict[str, tuple[str, ...] | None]
+    queries: dict[str, tuple[str, ...] | None]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def filter_keys(self, family: str) -> list[str]:
+        registered = [k for (f, k) in REGISTRY.filters if f == family]
+        allowed = self.filters.get(family)
+        return registered if allowed is None else [k for k in registered if k in allowed]
+
+    def allows_query(self, query: QuerySpec) -> bool:
+        if query.name not in self.queries:
+            return False
+        allowed = self.queries[query.name]
+        return allowed is None or query.arg in allowed
+
+
+@dataclass(frozen=True)
+class ForbiddenPair:
+    """A filter/query pair that gives the answer away. ``"*"`` matches anything; a query arg of ``"="``
+    matches when it equals the filter's key (property color + getProperty color)."""
+
+    family: str
+    key: str
+    query: str
+    arg: str
+
+    def matches(self, f: FilterSpec, q: QuerySpec) -> bool:
+        if self.family != f.family or self.query != q.name:
+            return False
+        if self.key not in ("*", f.key):
+            return False
+        return self.arg == "*" or (self.arg == "=" and q.arg == f.key) or self.arg == q.arg
+
+
+class Registry:
+    """Holds every registered filter, query, forbidden pair and world family."""
+
+    def __init__(self) -> None:
+        self.filters: dict[tuple[str, str], FilterDef] = {}
+        self.queries: dict[str, QueryDef] = {}
+        self.forbidden: list[ForbiddenPair] = []
+        self.worlds: dict[str, WorldSupport] = {}
+
+    def filter(self, family: str, key: str) -> FilterDef:
+        if (family, key) not in self.filters:
+            raise UnknownNameError("filter", f"{family}:{key}", [f"{f}:{k}" for f, k in self.filters])
+        return self.filters[(family, key)]
+
+    def query(self, name: str) -> QueryDef:
+        if name not in self.queries:
+            raise UnknownNameError("query", name, self.queries)
+        return self.queries[name]
+
+    def families(self) -> list[str]:
+        return sorted({f for f, _ in self.filters})
+
+    def is_forbidden(self, f: FilterSpec, q: QuerySpec) -> bool:
+        return any(rule.matches(f, q) for rule in self.forbidden)
+
+
+REGISTRY = Registry()
+
+
+def register_filter(
+    family: str,
+    keys: Iterable[str],
+    values: ValuesFn,
+    slot: str = "post",
+    values_at: ValuesAtFn | None = None,
+    phrases: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Callable[[FilterFn], FilterFn]:
+    """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
+
+    ``values(ctx, key)`` yields the satisfiable :class:`FilterSpec` of one key in one episode;
+    ``values_at(ctx, key, t, e)`` (optional, for speed) those true for entity ``e`` at step ``t``.
+    ``slot`` places the phrase in the natural question: ``pre`` (an adjective before the noun: "green"),
+    ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
+    jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
+    (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
+    ``<family>_<key>`` of ``eqagen/templates/filters.j2``.
+    """
+    if slot not in SLOTS:
+        raise ValueError(f"slot '{slot}' is not one of {SLOTS}")
+
+    def wrap(fn: FilterFn) -> FilterFn:
+        for key in keys:
+            REGISTRY.filters[(family, key)] = FilterDef(
+                family=family,
+                key=key,
+                fn=fn,
+                values=values,
+                values_at=values_at,
+                slot=slot,
+                phrase=(phrases or {}).get(key),
+                label=(labels or {}).get(key, key),
+            )
+        return fn
+
+    return wrap
+
+
+def register_query(
+    name: str,
+    args: QueryArgsFn,
+    applies: AppliesFn,
+    answer_type: str | Callable[[QuerySpec], str],
+    categories: tuple[str, str] | CategoryFn,
+    observed: bool = True,
+    max_targets: bool = False,
+    template: str | None = None,
+) -> Callable[[QueryFn], QueryFn]:
+    """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
+
+    ``mask`` is one group's ``[T, N]`` selection (filters AND subject AND ``applies``; also AND DATA
+    when ``observed``). Return None when the group says nothing (it is then dropped).
+    """
+    a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
+    cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
+
+    def wrap(fn: QueryFn) -> QueryFn:
+        REGISTRY.queries[name] = QueryDef(
+            name=name,
+            fn=fn,
+            args=args,
+            applies=applies,
+            answer_type=a_type,
+            categories=cats,
+            observed=observed,
+            max_targets=max_targets,
+            template=template,
+        )
+        return fn
+
+    return wrap
+
+
+def forbid_pair(family: str, key: str, query: str, arg: str) -> None:
+    """Add a forbidden filter/query pair (see :class:`ForbiddenPair` for ``"*"`` and ``"="``)."""
+    rule = ForbiddenPair(family, key, query, arg)
+    if rule not in REGISTRY.forbidden:
+        REGISTRY.forbidden.append(rule)
+
+
+def declare_world_family(
+    family: str,
+    filters: dict[str, Iterable[str] | None],
+    queries: dict[str, Iterable[str] | None],
+    params: dict[str, Any] | None = None,
+) -> WorldSupport:
+    """Declare (or replace) what world family ``family`` supports."""
+    support = WorldSupport(
+        family=family,
+        filters={k: None if v is None else tuple(v) for k, v in filters.items()},
+        queries={k: None if v is None else tuple(v) for k, v in queries.items()},
+        params=dict(params or {}),
+    )
+    REGISTRY.worlds[family] = support
+    return support
+
+
+def extend_world_family(
+    family: str,
+    filters: dict[str, Iterable[str] | None] | None = None,
+    queries: dict[str, Iterable[str] | None] | None = None,
+    params: dict[str, Any] | None = None,
+) -> WorldSupport:
+    """Add filter families, queries or params to a declared world family (declares it if new)."""
+    support = REGISTRY.worlds.get(family) or declare_world_family(family, {}, {})
+    for k, v in (filters or {}).items():
+        support.filters[k] = None if v is None else tuple(v)
+    for k, v in (queries or {}).items():
+        support.queries[k] = None if v is None else tuple(v)
+    support.params.update(params or {})
+    return support
+
+
+# Modules that register a world family's predicates, imported on first use. By convention a family's own
+# predicates live in eqagen/generators/<family>/predicates.py; eqagen.predicates.<family> holds the
+# built-in declarations.
+def _support_modules(family: str) -> list[str]:
+    return [f"eqagen.predicates.{family}", f"eqagen.generators.{family}.predicates"]
+
+
+def _module_exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def world_support(family: str) -> WorldSupport:
+    """The declared support of ``family``, importing the modules that declare it on first use."""
+    import eqagen.predicates.builtin  # noqa: F401  (registers the built-in filters and queries)
+
+    if not getattr(REGISTRY, "_imported_" + family, False):
+        for module in _support_modules(family):
+            if _module_exists(module):
+                importlib.import_module(module)
+        setattr(REGISTRY, "_imported_" + family, True)
+    if family not in REGISTRY.worlds:
+        raise UnknownNameError("world family (predicates)", family, REGISTRY.worlds)
+    return REGISTRY.worlds[family]
