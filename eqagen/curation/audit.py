@@ -36,9 +36,7 @@ def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) 
     """All shards of one table, in path order, with the columns asked for (those present; all if None)."""
     paths = _shard_paths(Path(out_dir), table)
     if not paths:
-        raise DataFileError(
-            Path(out_dir) / table, None, "no Parquet shards found", "is this an eqagen output?"
-        )
+        raise DataFileError(Path(out_dir) / table, None, "no Parquet shards found", "is this an eqagen output?")
     parts = []
     for path in paths:
         try:
@@ -46,9 +44,7 @@ def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) 
             wanted = names if columns is None else [c for c in columns if c in names]
             parts.append(pq.read_table(path, columns=wanted, partitioning=None))
         except (pa.ArrowInvalid, OSError) as err:
-            raise DataFileError(
-                path, None, f"unreadable Parquet shard ({err})", "regenerate or restore it"
-            ) from err
+            raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "regenerate or restore it") from err
     return pa.concat_tables(parts, promote_options="default")
 
 
@@ -98,9 +94,7 @@ def distribution_stats(q: pa.Table) -> dict[str, Any]:
         "answer_type": value_counts(q["answer_type"]),
         "answers_per_query_type": answers_per_query,
         "openeqa_category": value_counts(q["category"]),
-        "express_category": value_counts(q["express_category"])
-        if "express_category" in q.column_names
-        else {},
+        "express_category": value_counts(q["express_category"]) if "express_category" in q.column_names else {},
         "family": value_counts(q["family"]),
         "backend": value_counts(q["backend"]),
         "grounded_share": round(float(pc.mean(pc.cast(q["grounded"], pa.float64())).as_py() or 0.0), 6),

@@ -1,0 +1,99 @@
+"""Columnar helpers: dense codes for string columns, run boundaries and ranks over sorted keys.
+
+Everything the curation stages do is a group-by over integer codes; these helpers keep that fast
+(hash-based dictionary encoding in Arrow, then sorts and cumulative sums in numpy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eqagen.core import DataFileError, stable_int
+
+# Scenes fall into this many blocks by a seed-independent hash of their id. Balancing prefers scenes
+# near a question's home block; splitting holds out runs of consecutive blocks. Both must agree.
+SCENE_BLOCKS = 64
+
+
+def require_columns(table: pa.Table, names: tuple[str, ...] | list[str], where: str) -> None:
+    missing = [n for n in names if n not in table.column_names]
+    if missing:
+        raise DataFileError(
+            where,
+            ", ".join(missing),
+            f"the questions table lacks column(s) {missing}",
+            "pass a table with the columns of QARecord.to_dict()",
+        )
+
+
+def encode(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list]:
+    """Integer codes of a column and its distinct values, the codes ordered like the sorted values.
+
+    Ordering codes by value (not by first appearance) makes results independent of row order.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    encoded = pc.dictionary_encode(column)
+    values = encoded.dictionary.to_pylist()
+    order = sorted(range(len(values)), key=lambda i: _sort_key(values[i]))
+    remap = np.empty(len(values), dtype=np.int64)
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
+    indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return remap[indices], [values[i] for i in order]
+
+
+def _sort_key(value: object) -> tuple:
+    """Numbers sort numerically (so choices read 1, 2, 10), everything else as text; None first."""
+    if value is None:
+        return (0, 0.0, "")
+    text = str(value)
+    try:
+        return (1, float(text), text)
+    except ValueError:
+        return (2, 0.0, text)
+
+
+def joined_list_column(column: pa.ChunkedArray | pa.Array, sep: str = "+") -> pa.Array:
+    """A list<string> column as one string per row (sorted items joined), e.g. a filter-family signature."""
+    values = column.to_pylist()
+    return pa.array([sep.join(sorted(v)) if v else "" for v in values], pa.string())
+
+
+def run_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Indices where a new run of equal keys begins in a sorted key array."""
+    if len(sorted_keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    return np.concatenate([[0], change]).astype(np.int64)
+
+
+def rank_in_runs(sorted_keys: np.ndarray) -> np.ndarray:
+    """0-based position of each element inside its run of equal keys."""
+    n = len(sorted_keys)
+    starts = run_starts(sorted_keys)
+    lengths = np.diff(np.append(starts, n))
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+
+
+def scene_blocks(scene_values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Block of each distinct scene and its position inside the block, from a hash of its id only
+    (the same under every seed, so any split can find the blocks a balancing run used)."""
+    hashes = [stable_int("scene-block", v) for v in scene_values]
+    block = np.fromiter((h % SCENE_BLOCKS for h in hashes), dtype=np.int64, count=len(hashes))
+    within = np.fromiter((h // SCENE_BLOCKS % (1 << 62) for h in hashes), dtype=np.int64, count=len(hashes))
+    return block, within
+
+
+def combined_key(*codes: np.ndarray) -> np.ndarray:
+    """One dense int64 code per row for a tuple of code columns, ordered like the tuples."""
+    key = np.zeros(len(codes[0]), dtype=np.int64)
+    for column in codes:
+        radix = int(column.max()) + 1 if len(column) else 1
+        key = key * radix + column
+        _, key = np.unique(key, return_inverse=True)  # re-densify so the radix product never overflows
+        key = key.reshape(-1).astype(np.int64)
+    return key

@@ -1,0 +1,313 @@
+"""Stratified train/val/test splits that keep balance groups whole and hold scenes out of train.
+
+``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), so
+every split stays balanced. A set of held-out scenes is chosen first: a run of consecutive scene
+blocks (see ``SCENE_BLOCKS``; balancing clusters each question's scenes in a few neighbouring
+blocks) large enough that its records make up ``unseen_fraction`` of val and test. Every group that
+touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
+filter-family signature, grounded), groups are given to val+test (forced groups first) and to train
+in the target proportions, carrying the rounding over from one stratum to the next so that the
+totals match; the same is done between val and test, separately for forced and free groups, so
+both get the same unseen share.
+
+``by="scene"``: the unit is a scene; val and test scenes are all unseen, and balance groups may
+straddle splits (the statistics say how many). A split file (scene -> split) overrides both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from eqagen.core import SPLITS, derive_rng
+from eqagen.curation.balance import blind_baseline
+from eqagen.curation.columns import (
+    SCENE_BLOCKS,
+    combined_key,
+    encode,
+    joined_list_column,
+    require_columns,
+    scene_blocks,
+)
+from eqagen.curation.config import SplitConfig
+from eqagen.curation.split_file import read_split_file
+
+HOLDOUT_TRIES = 16  # arcs of blocks tried for the held-out scenes; the one forcing fewest records wins
+STRATUM_REPORT_MIN = 50  # strata smaller than this are reported but not held to the 3-point check
+
+
+@dataclass
+class Units:
+    """What the split assigns: per row its unit, per unit its size, stratum and random order key."""
+
+    of_row: np.ndarray
+    size: np.ndarray
+    stratum: np.ndarray
+    key: np.ndarray
+
+
+@dataclass
+class SplitAssignment:
+    split: np.ndarray  # per row: 0 train, 1 val, 2 test
+    held_out: np.ndarray  # per distinct scene (value order): chosen to stay out of train
+    scene_values: list
+    stats: dict
+
+
+def split(table: pa.Table, config: SplitConfig, seed: int) -> tuple[pa.Table, dict]:
+    """The same table with its ``split`` column assigned."""
+    assignment = assign_splits(table, config, seed)
+    names = pa.array(np.array(SPLITS, dtype=object)[assignment.split].tolist(), pa.string())
+    field = pa.field("split", pa.string())
+    if "split" in table.column_names:
+        return table.set_column(table.column_names.index("split"), field, names), assignment.stats
+    return table.append_column(field, names), assignment.stats
+
+
+def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssignment:
+    require_columns(table, ("scene_id", "balance_key", *config.stratify_by), "split input")
+    scene, scene_values = encode(table.column("scene_id"))
+    stratum, stratum_names = strata(table, config.stratify_by)
+    rng = derive_rng(seed, "curation", "split", config.by)
+    held_out = np.zeros(len(scene_values), dtype=bool)
+    if config.split_file is not None:
+        mapping = read_split_file(config.split_file)
+        codes = _split_from_file(scene_values, mapping, config)
+        assignment = codes[scene]
+    elif config.by == "scene":
+        units = make_units(scene, stratum, rng)
+        assignment = allocate(units, np.zeros(len(units.size), bool), config.ratios)[units.of_row]
+    else:
+        group, _ = encode(table.column("balance_key"))
+        units = make_units(group, stratum, rng)
+        assignment, held_out = split_by_question(scene, units, scene_values, config, rng)
+    stats = split_stats(table, assignment, scene, held_out, stratum, stratum_names, config)
+    return SplitAssignment(assignment.astype(np.int8), held_out, scene_values, stats)
+
+
+def strata(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
+    """Per row its stratum code, and each stratum's name (the column values joined by '|')."""
+    codes, values = [], []
+    for name in columns:
+        column = table.column(name)
+        if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+            column = joined_list_column(column)
+        code, vals = encode(column)
+        codes.append(code)
+        values.append([str(v) for v in vals])
+    key = combined_key(*codes)
+    names = [""] * (int(key.max()) + 1 if len(key) else 0)
+    first = np.unique(key, return_index=True)[1]
+    for row in first:
+        names[key[row]] = "|".join(values[j][codes[j][row]] for j in range(len(columns)))
+    return key, names
+
+
+def make_units(unit_of_row: np.ndarray, stratum: np.ndarray, rng: np.random.Generator) -> Units:
+    """Units with their size, majority stratum and a random order key (drawn in unit-code order, so it
+    does not depend on row order)."""
+    n_units = int(unit_of_row.max()) + 1 if len(unit_of_row) else 0
+    size = np.bincount(unit_of_row, minlength=n_units)
+    pair, count = np.unique(unit_of_row * (int(stratum.max()) + 1) + stratum, return_counts=True)
+    pair_unit, pair_stratum = pair // (int(stratum.max()) + 1), pair % (int(stratum.max()) + 1)
+    order = np.lexsort((pair_stratum, -count, pair_unit))
+    first = order[np.unique(pair_unit[order], return_index=True)[1]]
+    unit_stratum = np.zeros(n_units, dtype=np.int64)
+    unit_stratum[pair_unit[first]] = pair_stratum[first]
+    return Units(unit_of_row, size, unit_stratum, rng.random(n_units))
+
+
+def split_by_question(
+    scene: np.ndarray, units: Units, scene_values: list, config: SplitConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split code per row and the held-out scene mask. Scenes outside the held-out set can end up
+    without train records too (all their groups went to val or test), which raises the unseen share;
+    so the held-out target is corrected from the achieved share, a few times."""
+    n_rows, eval_share = len(scene), config.ratios[1] + config.ratios[2]
+    desired = config.unseen_fraction if eval_share > 0 else 0.0
+    starts = rng.choice(SCENE_BLOCKS, size=min(HOLDOUT_TRIES, SCENE_BLOCKS), replace=False)
+    target = desired * eval_share * n_rows
+    for _ in range(4):
+        held = choose_held_out(scene, units, scene_values, target, eval_share * n_rows, starts)
+        forced = np.zeros(len(units.size), dtype=bool)
+        forced[units.of_row[held[scene]]] = True
+        assignment = allocate(units, forced, config.ratios)[units.of_row]
+        achieved = unseen_share(scene, assignment, assignment > 0)
+        if desired == 0 or achieved == 0 or abs(achieved - desired) <= 0.01:
+            break
+        target *= desired / achieved
+    return assignment, held
+
+
+def unseen_share(scene: np.ndarray, assignment: np.ndarray, rows: np.ndarray) -> float:
+    """Share of the selected rows whose scene has no train record."""
+    if not rows.any():
+        return 0.0
+    in_train = np.zeros(int(scene.max()) + 1, dtype=bool)
+    in_train[scene[assignment == 0]] = True
+    return float(np.mean(~in_train[scene[rows]]))
+
+
+def choose_held_out(
+    scene: np.ndarray, units: Units, scene_values: list, target: float, eval_records: float, starts: np.ndarray
+) -> np.ndarray:
+    """Scenes kept out of train: the prefix of a scene order (blocks from a given start) whose records
+    reach ``target``, choosing among the starts the one that forces the fewest records out of train."""
+    held = np.zeros(len(scene_values), dtype=bool)
+    if target <= 0 or len(scene) == 0:
+        return held
+    block, within = scene_blocks(scene_values)
+    best: tuple[float, np.ndarray] | None = None
+    for start in starts:
+        order = np.lexsort((within, (block - start) % SCENE_BLOCKS))
+        k, cost = _prefix_for_target(scene, units, order, target, eval_records)
+        if best is None or cost < best[0]:
+            best = (cost, order[:k])
+    held[best[1]] = True
+    return held
+
+
+def _prefix_for_target(
+    scene: np.ndarray, units: Units, order: np.ndarray, target: float, eval_records: float
+) -> tuple[int, float]:
+    """How many scenes of ``order`` to hold out, and the cost: the records forced out of train
+    (plus a large penalty for every record missing from the unseen target when the forced records
+    would exceed val and test)."""
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    records = np.cumsum(np.bincount(position[scene], minlength=len(order)))
+    first = np.full(len(units.size), len(order), dtype=np.int64)
+    np.minimum.at(first, units.of_row, position[scene])
+    forced = np.cumsum(np.bincount(first, weights=units.size, minlength=len(order) + 1)[: len(order)])
+    k = int(np.searchsorted(records, target)) + 1
+    k = min(k, len(order))
+    if forced[k - 1] <= eval_records:
+        return k, float(forced[k - 1])
+    fits = np.flatnonzero(forced <= eval_records)
+    k = int(fits[-1]) + 1 if len(fits) else 0
+    shortfall = target - (records[k - 1] if k else 0)
+    return k, float(eval_records + 1000.0 * shortfall)
+
+
+def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float]) -> np.ndarray:
+    """Split code per unit: val+test versus train stratum by stratum (forced units to val+test), then
+    val versus test, separately among forced and free units."""
+    eval_share = ratios[1] + ratios[2]
+    split = np.zeros(len(units.size), dtype=np.int8)
+    if eval_share <= 0:
+        return split
+    to_eval = take_with_carry(units, np.ones(len(units.size), bool), forced, eval_share)
+    val_share = ratios[1] / eval_share
+    for subset in (to_eval & forced, to_eval & ~forced):
+        to_val = take_with_carry(units, subset, np.zeros(len(units.size), bool), val_share)
+        split[subset] = np.where(to_val[subset], 1, 2)
+    return split
+
+
+def take_with_carry(units: Units, among: np.ndarray, forced: np.ndarray, share: float) -> np.ndarray:
+    """Choose units (of ``among``) holding ``share`` of the records of each stratum: forced units
+    first, then free ones in random order while their midpoint stays within the quota. What one
+    stratum takes too much or too little is carried to the next, so the total stays on target."""
+    idx = np.flatnonzero(among)
+    order = idx[np.lexsort((units.key[idx], ~forced[idx], units.stratum[idx]))]
+    size, stratum_of = units.size[order], units.stratum[order]
+    take = np.zeros(len(units.size), dtype=bool)
+    bounds = np.flatnonzero(np.diff(stratum_of)) + 1
+    carry = 0.0
+    for segment in np.split(np.arange(len(order)), bounds):
+        if len(segment) == 0:
+            continue
+        seg_size = size[segment]
+        must = forced[order[segment]]
+        quota = share * seg_size.sum() + carry
+        free_before = np.cumsum(np.where(must, 0, seg_size)) - np.where(must, 0, seg_size)
+        room = quota - seg_size[must].sum()
+        chosen = must | (free_before + seg_size / 2.0 <= room)
+        take[order[segment[chosen]]] = True
+        carry = quota - seg_size[chosen].sum()
+    return take
+
+
+def _split_from_file(scene_values: list, mapping: dict[str, str], config: SplitConfig) -> np.ndarray:
+    from eqagen.core import DataFileError
+
+    missing = [s for s in scene_values if str(s) not in mapping]
+    if missing:
+        raise DataFileError(
+            config.split_file,
+            "scene_id",
+            f"{len(missing)} scene(s) of the dataset have no split, e.g. {missing[:3]}",
+            "list every scene of the dataset in the split file",
+        )
+    return np.array([SPLITS.index(mapping[str(s)]) for s in scene_values], dtype=np.int8)
+
+
+def split_stats(
+    table: pa.Table,
+    assignment: np.ndarray,
+    scene: np.ndarray,
+    held_out: np.ndarray,
+    stratum: np.ndarray,
+    stratum_names: list[str],
+    config: SplitConfig,
+) -> dict:
+    n = len(assignment)
+    counts = np.bincount(assignment, minlength=3)
+    in_train = np.zeros(int(scene.max()) + 1 if n else 0, dtype=bool)
+    in_train[scene[assignment == 0]] = True
+    unseen_row = ~in_train[scene] if n else np.zeros(0, bool)
+    stats = {
+        "by": "file" if config.split_file is not None else config.by,
+        "records": n,
+        "target": dict(zip(SPLITS, config.ratios)),
+        "records_per_split": {s: int(counts[i]) for i, s in enumerate(SPLITS)},
+        "fraction": {s: float(counts[i] / n) if n else 0.0 for i, s in enumerate(SPLITS)},
+        "unseen_target": config.unseen_fraction if config.by == "question" else 1.0,
+        "unseen_share": {
+            s: float(unseen_row[assignment == i].mean()) if counts[i] else None for i, s in enumerate(SPLITS)
+        },
+        "held_out_scenes": int(held_out.sum()),
+        "scenes_per_split": {s: len(np.unique(scene[assignment == i])) for i, s in enumerate(SPLITS)},
+        "groups_straddling_splits": straddling_groups(table, assignment),
+        "blind_baseline": {
+            s: blind_baseline(table.filter(pa.array(assignment == i))) for i, s in enumerate(SPLITS) if counts[i]
+        },
+    }
+    stats["strata"] = stratum_table(assignment, stratum, stratum_names)
+    big = [s for s in stats["strata"] if s["records"] >= STRATUM_REPORT_MIN]
+    stats["max_stratum_share_deviation"] = max((s["max_share_deviation"] for s in big), default=0.0)
+    return stats
+
+
+def straddling_groups(table: pa.Table, assignment: np.ndarray) -> int:
+    group, _ = encode(table.column("balance_key"))
+    if len(group) == 0:
+        return 0
+    pairs = np.unique(group * 3 + assignment)
+    return int(np.sum(np.bincount(pairs // 3) > 1))
+
+
+def stratum_table(assignment: np.ndarray, stratum: np.ndarray, names: list[str]) -> list[dict]:
+    """Per stratum: records, share overall, fraction going to each split, share within each split."""
+    n_strata = len(names)
+    table = np.zeros((n_strata, 3), dtype=np.int64)
+    np.add.at(table, (stratum, assignment), 1)
+    totals, per_split = table.sum(axis=1), table.sum(axis=0)
+    rows = []
+    for s in np.argsort(-totals, kind="stable"):
+        share = totals[s] / max(totals.sum(), 1)
+        share_in = {SPLITS[i]: float(table[s, i] / per_split[i]) if per_split[i] else None for i in range(3)}
+        deviation = max(abs(v - share) for v in share_in.values() if v is not None) if per_split.any() else 0.0
+        rows.append(
+            {
+                "stratum": names[s],
+                "records": int(totals[s]),
+                "share": float(share),
+                "fraction": {SPLITS[i]: float(table[s, i] / totals[s]) for i in range(3)},
+                "share_in": share_in,
+                "max_share_deviation": float(deviation),
+            }
+        )
+    return rows
