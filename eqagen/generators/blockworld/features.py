@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from eqagen.generators.blockworld.palette import base_name, parse_state, short_name
+from eqagen.generators.blockworld.palette import base_name, is_see_through, parse_state, short_name
 from eqagen.generators.blockworld.world import QUADRANTS, BlockWorld, material_label
 
 _NATURAL = {
@@ -136,7 +136,8 @@ def dominant_material(world: BlockWorld, bbox: tuple[int, int, int, int, int, in
     by_name: Counter[str] = Counter()
     for state, n in zip(world.palette.states, counts.tolist()):
         name = short_name(state)
-        if n and name not in _NATURAL and name not in ("air", "cave_air") and not _is_leaves(state):
+        skip = name in _NATURAL or name.endswith("_ore") or is_see_through(state) or _is_leaves(state)
+        if n and not skip:
             by_name[name] += n
     return min(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[0] if by_name else ""
 

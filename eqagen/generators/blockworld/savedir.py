@@ -383,6 +383,7 @@ def chunks_to_world(
         world.spawn = tuple(float(v) for v in ours["spawn"])  # type: ignore[assignment]
         world.structures = [_structure_from_json(str(s["json"])) for s in ours["structures"]]
         world.meta = json.loads(str(ours["meta"]))
+    world.sort_objects()
     return world
 
 
