@@ -1,0 +1,177 @@
+"""Atomic actions along a shortest path: ``move_forward`` by a fixed step and turns by a fixed angle.
+
+habitat-sim's agent moves by discrete actions: ``move_forward`` (0.25 m by default) and
+``turn_left``/``turn_right`` (10 degrees by default; 30 in EXPRESS-Bench and HM3D ObjectNav, 15 in
+OpenEQA's renders). Its ``GreedyGeodesicFollower`` turns toward the geodesic path and steps forward
+until the agent is within the goal radius (0.75 times the step here). :func:`follow_path` does the same
+on a path's waypoints: it aims at the furthest waypoint in sight, turns to the lattice heading closest
+to it, and walks the run of forward steps that ends nearest to it, taking only moves whose whole
+0.25 m segment is navigable (so every ``move_forward`` moves exactly one step and every turn moves
+nothing). Runs are checked in one vectorised call, which keeps a 100-action episode to a few dozen
+array operations.
+
+Angles here are habitat's native yaw: degrees counter-clockwise about +y, 0 facing -Z; ``turn_left``
+adds the turn angle. Positions are native ``[x, y, z]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqagen.core import TaskError
+from eqagen.generators.navigation.pathfinder import PathFinder, ShortestPath
+
+MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = "move_forward", "turn_left", "turn_right"
+
+
+@dataclass(frozen=True)
+class ActionSpace:
+    step: float = 0.25
+    turn_degrees: float = 30.0
+    goal_radius_factor: float = 0.75  # goal radius = factor * step, as in habitat's ObjectNav settings
+    max_actions: int = 500
+
+    @property
+    def goal_radius(self) -> float:
+        return self.goal_radius_factor * self.step
+
+    def __post_init__(self) -> None:
+        if self.step <= 0 or not 0 < self.turn_degrees <= 180:
+            raise TaskError(f"action space needs step > 0 and 0 < turn <= 180, got {self.step}, {self.turn_degrees}")
+
+
+@dataclass
+class Trajectory:
+    """Actions and the pose after each: ``positions``/``yaws`` have one more row than ``actions``
+    (row 0 is the start pose)."""
+
+    actions: list[str] = field(default_factory=list)
+    positions: list[np.ndarray] = field(default_factory=list)
+    yaws: list[float] = field(default_factory=list)
+
+    def turn(self, n: int, turn_degrees: float) -> None:
+        """``n`` turns to the left (positive) or right (negative); the position stays."""
+        for _ in range(abs(n)):
+            self.actions.append(TURN_LEFT if n > 0 else TURN_RIGHT)
+            self.yaws.append((self.yaws[-1] + np.sign(n) * turn_degrees) % 360.0)
+            self.positions.append(self.positions[-1])
+
+    def forward(self, points: np.ndarray) -> None:
+        for p in points:
+            self.actions.append(MOVE_FORWARD)
+            self.positions.append(p)
+            self.yaws.append(self.yaws[-1])
+
+    def as_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.positions, dtype=np.float64), np.asarray(self.yaws, dtype=np.float64)
+
+
+def forward_vector(yaw_deg: float | np.ndarray) -> np.ndarray:
+    """habitat's forward direction ``(..., 3)`` for a native yaw: (-sin, 0, -cos)."""
+    r = np.deg2rad(np.asarray(yaw_deg, dtype=np.float64))
+    return np.stack([-np.sin(r), np.zeros_like(r), -np.cos(r)], axis=-1)
+
+
+def heading_to(src: np.ndarray, dst: np.ndarray) -> float:
+    """Native yaw (degrees) that faces from ``src`` to ``dst``."""
+    d = dst - src
+    return float(np.rad2deg(np.arctan2(-d[0], -d[2])) % 360.0)
+
+
+def signed_turns(yaw: float, target: float, turn: float) -> np.ndarray:
+    """Turn counts (positive = left), ordered by how close the resulting heading is to ``target``."""
+    n_max = int(np.ceil(180.0 / turn))
+    counts = np.arange(-n_max, n_max + 1)
+    err = np.abs((yaw + counts * turn - target + 180.0) % 360.0 - 180.0)
+    return counts[np.lexsort((np.abs(counts), err))]
+
+
+def follow_path(pf: PathFinder, waypoints: np.ndarray, start_yaw: float, space: ActionSpace) -> Trajectory | None:
+    """Actions that take the agent from ``waypoints[0]`` to within the goal radius of
+    ``waypoints[-1]``; None when it cannot get there within ``space.max_actions``."""
+    wp = np.asarray(waypoints, dtype=np.float64)
+    traj = Trajectory(positions=[wp[0].copy()], yaws=[float(start_yaw) % 360.0])
+    k = 1
+    while len(traj.actions) <= space.max_actions:
+        pos = traj.positions[-1]
+        if np.linalg.norm(pos - wp[-1]) <= space.goal_radius:
+            return traj
+        k = furthest_in_sight(pf, pos, wp, k)
+        if take_run(pf, traj, wp[k], space):
+            continue
+        if k < len(wp) - 1 and np.linalg.norm(pos - wp[k]) < space.step:
+            k += 1  # close enough to an intermediate waypoint: aim at the next one
+            continue
+        # Off the path's straight lines (a lattice heading grazes a wall): take the single step that
+        # most shortens the geodesic, as habitat's greedy follower does, then plan again from there.
+        if not geodesic_step(pf, traj, wp[-1], space):
+            return None
+        wp, k = replan(pf, traj.positions[-1], wp[-1]), 1
+        if wp is None:
+            return None
+    return None
+
+
+def replan(pf: PathFinder, start: np.ndarray, goal: np.ndarray) -> np.ndarray | None:
+    path = ShortestPath(start, goal)
+    if not pf.find_path(path):
+        return None
+    pts = np.asarray(path.points)
+    pts[0] = start  # the agent's own position, not its snapped copy
+    return pts
+
+
+def geodesic_step(pf: PathFinder, traj: Trajectory, goal: np.ndarray, space: ActionSpace) -> bool:
+    """Turn (fewest turns first) and make the one clear step that most shortens the geodesic."""
+    pos, yaw = traj.positions[-1], traj.yaws[-1]
+    n_max = int(np.ceil(180.0 / space.turn_degrees))
+    counts = np.arange(-n_max, n_max + 1)
+    counts = counts[np.argsort(np.abs(counts), kind="stable")]
+    ends = pos + space.step * forward_vector(yaw + counts * space.turn_degrees)
+    clear = pf.segment_clear(np.repeat(pos[None], len(ends), 0), ends)
+    if not clear.any():
+        return False
+    dists = np.array([geodesic(pf, e, goal) for e in ends[clear]])
+    best = int(np.argmin(dists))
+    if dists[best] >= geodesic(pf, pos, goal) - 1e-9:
+        return False
+    traj.turn(int(counts[clear][best]), space.turn_degrees)
+    traj.forward(ends[clear][best][None])
+    return True
+
+
+def geodesic(pf: PathFinder, a: np.ndarray, b: np.ndarray) -> float:
+    path = ShortestPath(a, b)
+    pf.find_path(path)
+    return path.geodesic_distance
+
+
+def furthest_in_sight(pf: PathFinder, pos: np.ndarray, wp: np.ndarray, k: int) -> int:
+    """The furthest waypoint at or after ``k`` that a straight move from ``pos`` could reach."""
+    ahead = wp[k:]
+    clear = pf.segment_clear(np.repeat(pos[None], len(ahead), 0), ahead)
+    return k + int(np.flatnonzero(clear)[-1]) if clear.any() else k
+
+
+def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: ActionSpace) -> bool:
+    """Turn to the best lattice heading toward ``target`` and walk the clear run of steps that ends
+    closest to it. False if no heading gives progress."""
+    pos, yaw = traj.positions[-1], traj.yaws[-1]
+    dist = float(np.linalg.norm(target - pos))
+    for n in signed_turns(yaw, heading_to(pos, target), space.turn_degrees)[:5]:
+        fwd = forward_vector(yaw + n * space.turn_degrees)
+        n_steps = int(np.round(float(np.dot(target - pos, fwd)) / space.step))
+        if n_steps <= 0:
+            continue
+        ends = pos + space.step * np.arange(1, n_steps + 1)[:, None] * fwd
+        clear = pf.segment_clear(np.repeat(pos[None], n_steps, 0), ends)
+        n_clear = int(np.argmin(clear)) if not clear.all() else n_steps
+        remaining = np.linalg.norm(ends[n_clear - 1] - target) if n_clear else dist
+        if n_clear == 0 or remaining >= dist - 1e-9:
+            continue
+        traj.turn(int(n), space.turn_degrees)
+        traj.forward(ends[:n_clear])
+        return True
+    return False
