@@ -1,0 +1,419 @@
+"""A FILM-like agent doing ALFRED tasks in a :class:`~.world.HouseholdWorld`.
+
+Like FILM (Min et al., 2022) it turns the task into a sequence of subgoals from ALFRED's templates,
+builds a semantic map from what it sees, searches for targets it has not seen (looking around, then
+going to exploration goals far from where it has been, then opening closed receptacles), plans
+shortest paths on its own map of free space, and executes. FILM's imperfections are modelled on
+purpose, drawn from the episode's generator: its map marks some blocked cells as free (it bumps
+into them and side-steps), it misplaces some objects by a few decimetres (so an interaction fails as
+not visible or too far and it re-approaches), and it sometimes forgets to open a receptacle before
+putting into it (ALFRED's "receptacle is closed" failure). It stops at success, after the step
+limit, or after ``max_failures`` failed actions, as ALFRED's evaluation does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from eqagen.generators.household.scene import GRID_SIZE
+from eqagen.generators.household.tasks import KNIVES, AlfredTask, GoalChecker
+from eqagen.generators.household.world import (
+    _DIRS,
+    CAMERA_HEIGHT,
+    HORIZON_MAX,
+    HORIZON_MIN,
+    HORIZON_STEP,
+    ActionResult,
+    HouseholdWorld,
+)
+
+Action = tuple[str, int, int]
+Behaviour = Generator[Action, ActionResult, bool]
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """FILM's character in numbers (defaults tuned so ALFRED-like success and failure rates come out)."""
+
+    max_failures: int = 10  # ALFRED's evaluation stops after 10 failed API actions
+    phantom_free: float = 0.12  # share of blocked cells next to free space the map believes free
+    mislocate: float = 0.3  # share of objects whose mapped position is off
+    mislocate_m: float = 0.55  # how far off (metres)
+    forget_open: float = 0.3  # chance of putting into a closed receptacle without opening it
+    map_range: float = 3.5  # the semantic map sees objects this far (metres)
+    explore_goals_before_opening: int = 3
+    look_horizon: float = 30.0
+
+
+@dataclass(frozen=True)
+class Subgoal:
+    action: str
+    object_type: str  # target type ("" for the task object bound earlier)
+    bind: str = ""  # name under which the chosen instance is remembered ("obj", "recep", ...)
+    use: str = ""  # reuse the instance bound under this name
+
+
+def plan_subgoals(task: AlfredTask, openable: set[str], rng: np.random.Generator, cfg: AgentConfig) -> list[Subgoal]:
+    """ALFRED's high-level plan of a task, as FILM's templates produce it."""
+    t = task.task_type
+    plan = _pickup_plan(task)
+    if t == "pick_clean_then_place_in_recep":
+        plan += _put("SinkBasin", "sink", openable, rng, cfg)
+        plan += [Subgoal("ToggleObjectOn", "Faucet", "faucet"), Subgoal("ToggleObjectOff", "Faucet", use="faucet")]
+        plan += [Subgoal("PickupObject", "", use="obj")]
+    elif t == "pick_heat_then_place_in_recep":
+        plan += [Subgoal("OpenObject", "Microwave", "mw"), Subgoal("PutObject", "Microwave", use="mw")]
+        plan += [Subgoal("CloseObject", "", use="mw"), Subgoal("ToggleObjectOn", "", use="mw")]
+        plan += [Subgoal("ToggleObjectOff", "", use="mw"), Subgoal("OpenObject", "", use="mw")]
+        plan += [Subgoal("PickupObject", "", use="obj"), Subgoal("CloseObject", "", use="mw")]
+    elif t == "pick_cool_then_place_in_recep":
+        plan += [Subgoal("OpenObject", "Fridge", "fr"), Subgoal("PutObject", "Fridge", use="fr")]
+        plan += [Subgoal("CloseObject", "", use="fr"), Subgoal("OpenObject", "", use="fr")]
+        plan += [Subgoal("PickupObject", "", use="obj"), Subgoal("CloseObject", "", use="fr")]
+    if t == "look_at_obj_in_light":
+        return [*plan, Subgoal("ToggleObjectOn", task.toggle_target or "", "lamp")]
+    if t == "pick_and_place_with_movable_recep":
+        plan += _put(task.mrecep_target or "", "mrecep", openable, rng, cfg)
+        plan += [Subgoal("PickupObject", "", use="mrecep")]
+    plan += _put(task.parent_target or "", "recep", openable, rng, cfg)
+    if t == "pick_two_obj_and_place":
+        plan += [Subgoal("PickupObject", task.moved_type(), "obj2")]
+        plan += _put(task.parent_target or "", "recep", openable, rng, cfg, reuse=True)
+    return plan
+
+
+def _pickup_plan(task: AlfredTask) -> list[Subgoal]:
+    if not task.object_sliced:
+        return [Subgoal("PickupObject", task.object_target, "obj")]
+    return [
+        Subgoal("PickupObject", "Knife", "knife"),
+        Subgoal("SliceObject", task.object_target, "whole"),
+        Subgoal("PutObject", "CounterTop|DiningTable|SideTable|Desk|Shelf|Drawer", "knife_rest"),
+        Subgoal("PickupObject", task.moved_type(), "obj"),
+    ]
+
+
+def _put(
+    recep: str, name: str, openable: set[str], rng: np.random.Generator, cfg: AgentConfig, reuse: bool = False
+) -> list[Subgoal]:
+    put = Subgoal("PutObject", recep, "" if reuse else name, name if reuse else "")
+    if recep not in openable:
+        return [put]
+    opener = Subgoal("OpenObject", recep, "" if reuse else name, name if reuse else "")
+    if rng.random() < cfg.forget_open:  # FILM goes straight to the put; the world will say it is closed
+        steps = [Subgoal("PutObject", recep, "" if reuse else name, name if reuse else "")]
+    else:
+        steps = [opener, Subgoal("PutObject", recep, use=name)]
+    return [*steps, Subgoal("CloseObject", recep, use=name)]
+
+
+class _Map:
+    """The agent's map of free space: the true reachable cells plus some 'phantom' cells it wrongly
+    believes free, as a sparse graph for shortest paths."""
+
+    def __init__(self, world: HouseholdWorld, rng: np.random.Generator, cfg: AgentConfig):
+        g = world.grid
+        phantoms = set()
+        for i, j in map(tuple, g.ij):
+            for di, dj in _DIRS:
+                c = (int(i + di), int(j + dj))
+                if c not in g.lookup:
+                    phantoms.add(c)
+        ph = sorted(phantoms)
+        keep = rng.random(len(ph)) < cfg.phantom_free
+        self.ij = np.vstack([g.ij, np.array(ph, dtype=np.int64).reshape(-1, 2)[keep]])
+        self.n_real = len(g.ij)
+        self.lookup = {(int(i), int(j)): k for k, (i, j) in enumerate(self.ij)}
+        self.xz = self.ij * GRID_SIZE
+        self.blocked = np.zeros(len(self.ij), dtype=bool)
+        self.neighbour = np.full((len(self.ij), 4), -1, dtype=np.int64)
+        for k, (i, j) in enumerate(self.ij):
+            for d, (di, dj) in enumerate(_DIRS):
+                self.neighbour[k, d] = self.lookup.get((int(i + di), int(j + dj)), -1)
+        self._build_graph()
+
+    def _build_graph(self) -> None:
+        src, dst = np.nonzero(self.neighbour >= 0)
+        tgt = self.neighbour[src, dst]
+        ok = ~self.blocked[src] & ~self.blocked[tgt]
+        n = len(self.ij)
+        self.graph = csr_matrix((np.ones(int(ok.sum())), (src[ok], tgt[ok])), shape=(n, n))
+
+    def block(self, k: int) -> None:
+        self.blocked[k] = True
+        self._build_graph()
+
+    def distances_from(self, cells: list[int] | int) -> np.ndarray:
+        return dijkstra(self.graph, indices=cells, unweighted=True, min_only=True)
+
+
+class FilmAgent:
+    """Runs one episode: ``run()`` drives the world until success, the step limit or too many failures."""
+
+    def __init__(
+        self, world: HouseholdWorld, task: AlfredTask, rng: np.random.Generator, cfg: AgentConfig | None = None
+    ):
+        self.w, self.task, self.rng = world, task, rng
+        self.cfg = cfg or AgentConfig()
+        self.map = _Map(world, rng, self.cfg)
+        self.goal = GoalChecker(task, world)
+        n = world.n_entities
+        self.known = np.zeros(n, dtype=bool)
+        off = rng.random(n) < self.cfg.mislocate
+        ang = rng.uniform(0, 2 * np.pi, n)
+        self.noise = np.stack([np.cos(ang), np.zeros(n), np.sin(ang)], axis=1) * self.cfg.mislocate_m * off[:, None]
+        self.bound: dict[str, int] = {}
+        self.excluded: set[int] = set()
+        self.searched: set[int] = set()
+        self.visited = np.zeros(len(self.map.ij), dtype=bool)
+        self.failures = 0
+        self.stop_reason = ""
+        self.types = np.array(world.types)
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> tuple[bool, str]:
+        """Act until done; returns (success, stop_reason)."""
+        self._observe()
+        behaviour = self._episode()
+        try:
+            action = next(behaviour)
+            while True:
+                if self.w.n_steps - 1 >= self.w.max_steps:
+                    return self._finish("max_steps")
+                result = self.w.act(*action)
+                self._observe()
+                if not result.success:
+                    self.failures += 1
+                    if self.failures >= self.cfg.max_failures:
+                        return self._finish("max_failures")
+                elif (
+                    action[0]
+                    not in (
+                        "MoveAhead",
+                        "MoveBack",
+                        "MoveLeft",
+                        "MoveRight",
+                        "RotateLeft",
+                        "RotateRight",
+                        "LookUp",
+                        "LookDown",
+                    )
+                    and self.goal()
+                ):
+                    return self._finish("success")
+                action = behaviour.send(result)
+        except StopIteration:
+            return self._finish("success" if self.goal() else "plan_finished")
+
+    def _finish(self, reason: str) -> tuple[bool, str]:
+        self.stop_reason = reason
+        return reason == "success", reason
+
+    def _observe(self) -> None:
+        """The semantic map learns what the camera sees within map range (not inside closed receptacles)."""
+        w = self.w
+        seen = w.flags["exists"] & w.in_view & ~w.hidden & (w.eff_dist <= self.cfg.map_range)
+        self.known |= seen
+        k = self.map.lookup.get(tuple(int(v) for v in w.grid.ij[w.cell]), -1)
+        self.visited[k] = True
+
+    # ------------------------------------------------------------------ behaviours
+    def _episode(self) -> Behaviour:
+        yield from self._look_around(3)
+        openable = {t.name for t in self.w.cat.types if t.can("openable") and t.can("enclosing")}
+        plan = plan_subgoals(self.task, openable, self.rng, self.cfg)
+        i = 0
+        while i < len(plan):
+            sg = plan[i]
+            outcome = yield from self._subgoal(sg)
+            if outcome == "closed":  # FILM forgot to open: open, then retry the put
+                plan.insert(i, Subgoal("OpenObject", sg.object_type, use=sg.use or sg.bind))
+                if sg.bind:
+                    plan[i + 1] = Subgoal(sg.action, sg.object_type, use=sg.bind)
+                continue
+            i += 1
+        return True
+
+    def _look_around(self, turns: int) -> Behaviour:
+        yield from self._set_horizon(self.cfg.look_horizon)
+        for _ in range(turns):
+            yield ("RotateLeft", -1, -1)
+        return True
+
+    def _subgoal(self, sg: Subgoal) -> Generator[Action, ActionResult, str]:
+        """Find an instance, go to it, face it, act; re-approach or pick another instance on failure."""
+        tries = 0
+        while True:
+            target = yield from self._find(sg)
+            if sg.bind:
+                self.bound[sg.bind] = target
+            yield from self._approach(target)
+            result = yield self._interaction(sg, target)
+            if result.success:
+                return "ok"
+            tries += 1
+            self.noise[target] = 0.0  # FILM re-localises the object from the new view
+            if "CLOSED" in result.error:
+                return "closed"
+            if "cannot be placed" in result.error or "No valid positions" in result.error or tries >= 3:
+                if not sg.use:
+                    self.excluded.add(target)
+                tries = 0 if not sg.use else tries
+            if sg.use and tries >= 4:
+                return "gave_up"
+
+    def _interaction(self, sg: Subgoal, target: int) -> Action:
+        if sg.action == "PutObject":
+            return ("PutObject", self.w.held, target)
+        return (sg.action, target, -1)
+
+    def _find(self, sg: Subgoal) -> Generator[Action, ActionResult, int]:
+        """The nearest known instance; explore until one is known."""
+        if sg.use:
+            return self.bound[sg.use]
+        explored = 0
+        while True:
+            target = self._best_known(sg)
+            if target >= 0:
+                return target
+            if explored >= self.cfg.explore_goals_before_opening and (yield from self._open_to_search(sg)):
+                continue
+            yield from self._explore()
+            explored += 1
+
+    def _candidates(self, sg: Subgoal) -> np.ndarray:
+        w = self.w
+        mask = np.isin(self.types, sg.object_type.split("|")) & w.flags["exists"]
+        if sg.action == "PickupObject":
+            mask &= self.w.parent != self._task_recep_index_mask_value()
+            if sg.object_type in KNIVES:
+                mask |= np.isin(self.types, KNIVES) & w.flags["exists"]
+        if sg.action == "SliceObject":
+            mask &= ~w.flags["sliced"]
+        if self.excluded:
+            mask[list(self.excluded)] = False
+        if w.held >= 0:
+            mask[w.held] = False
+        return mask
+
+    def _task_recep_index_mask_value(self) -> int:
+        """The receptacle instance the task's objects go to (objects already there are not picked again)."""
+        return self.bound.get("recep", -3)
+
+    def _best_known(self, sg: Subgoal) -> int:
+        cands = np.flatnonzero(self._candidates(sg) & self.known)
+        if len(cands) == 0:
+            return -1
+        d = np.hypot(*(self.w.pos[cands][:, [0, 2]] - self.w.agent_xz).T)
+        return int(cands[np.argmin(d)])
+
+    def _explore(self) -> Behaviour:
+        """Go to a sampled cell far from the visited ones, then look around."""
+        real = np.flatnonzero(~self.map.blocked[: self.map.n_real])
+        picks = self.rng.choice(real, size=min(8, len(real)), replace=False)
+        vis = np.flatnonzero(self.visited)
+        far = np.min(np.abs(self.map.ij[picks][:, None, :] - self.map.ij[vis][None, :, :]).sum(axis=2), axis=1)
+        goal = int(picks[np.argmax(far + self.rng.random(len(picks)))])
+        yield from self._navigate([goal])
+        yield from self._look_around(3)
+        return True
+
+    def _open_to_search(self, sg: Subgoal) -> Generator[Action, ActionResult, bool]:
+        """Open the nearest known closed receptacle that could hold the target, look in, close it."""
+        w = self.w
+        wanted = np.isin(self.types, sg.object_type.split("|"))
+        can_hold = w.compatible[:, wanted].any(axis=1) if wanted.any() else np.zeros(w.n_entities, bool)
+        cands = np.flatnonzero(can_hold & w.can["enclosing"] & self.known & ~w.flags["open"])
+        cands = np.array([c for c in cands if c not in self.searched], dtype=np.int64)
+        if len(cands) == 0:
+            return False
+        r = int(cands[np.argmin(np.hypot(*(w.pos[cands][:, [0, 2]] - w.agent_xz).T))])
+        self.searched.add(r)
+        yield from self._approach(r)
+        result = yield ("OpenObject", r, -1)
+        if result.success and not (self._candidates(sg) & ~w.hidden & self.known).any() and self.rng.random() < 0.5:
+            yield ("CloseObject", r, -1)
+        return True
+
+    # ------------------------------------------------------------------ navigation
+    def _believed(self, i: int) -> np.ndarray:
+        return self.w.pos[i] + self.noise[i]
+
+    def _approach(self, target: int) -> Behaviour:
+        """Walk to a cell near the (believed) target, turn to it and tilt the camera onto it."""
+        if target == self.w.held:
+            return True
+        p = self._believed(target)
+        d = np.hypot(self.map.xz[:, 0] - p[0], self.map.xz[:, 1] - p[2])
+        for reach in (1.0, 1.25, 1.5, 3.0):
+            goals = np.flatnonzero((d <= reach) & ~self.map.blocked)
+            if len(goals):
+                break
+        yield from self._navigate(list(goals))
+        yield from self._face(p)
+        return True
+
+    def _current_node(self) -> int:
+        return self.map.lookup[tuple(int(v) for v in self.w.grid.ij[self.w.cell])]
+
+    def _navigate(self, goals: list[int]) -> Behaviour:
+        """Follow shortest paths on the believed map; on a bump, mark the cell blocked, side-step, replan."""
+        if not goals:
+            return False
+        for _ in range(60):
+            here = self._current_node()
+            if here in goals:
+                return True
+            dist = self.map.distances_from(goals)
+            if not np.isfinite(dist[here]):
+                return False
+            nbrs = self.map.neighbour[here]
+            ok = (nbrs >= 0) & np.isfinite(dist[np.maximum(nbrs, 0)]) & (dist[np.maximum(nbrs, 0)] < dist[here])
+            ok &= ~self.map.blocked[np.maximum(nbrs, 0)]
+            if not ok.any():
+                return False
+            d_abs = int(np.flatnonzero(ok)[0])
+            yield from self._turn_to(d_abs)
+            result = yield ("MoveAhead", -1, -1)
+            if not result.success:
+                self.map.block(int(nbrs[d_abs]))
+                side = "MoveLeft" if self.rng.random() < 0.5 else "MoveRight"
+                yield (side, -1, -1)
+        return False
+
+    def _turn_to(self, d_abs: int) -> Behaviour:
+        cur = round(self.w.yaw / 90.0) % 4
+        diff = (d_abs - cur) % 4
+        if diff == 1:
+            yield ("RotateRight", -1, -1)
+        elif diff == 3:
+            yield ("RotateLeft", -1, -1)
+        elif diff == 2:
+            turn = "RotateRight" if self.rng.random() < 0.5 else "RotateLeft"
+            yield (turn, -1, -1)
+            yield (turn, -1, -1)
+        return True
+
+    def _face(self, p: np.ndarray) -> Behaviour:
+        xz = self.w.agent_xz
+        dx, dz = p[0] - xz[0], p[2] - xz[1]
+        if abs(dx) + abs(dz) > 1e-6:
+            yaw = np.degrees(np.arctan2(dx, dz)) % 360.0
+            yield from self._turn_to(round(yaw / 90.0) % 4)
+        horiz = max(np.hypot(dx, dz), 0.2)
+        below = self.w.agent_y + CAMERA_HEIGHT - p[1]
+        yield from self._set_horizon(np.degrees(np.arctan2(below, horiz)))
+        return True
+
+    def _set_horizon(self, angle: float) -> Behaviour:
+        want = float(np.clip(round(angle / HORIZON_STEP) * HORIZON_STEP, HORIZON_MIN, HORIZON_MAX))
+        while abs(self.w.horizon - want) > 1e-6:
+            result = yield ("LookDown" if want > self.w.horizon else "LookUp", -1, -1)
+            if not result.success:
+                break
+        return True
