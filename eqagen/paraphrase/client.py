@@ -1,0 +1,180 @@
+"""The async chat client: the ``openai`` package's AsyncOpenAI, pointed at any OpenAI-compatible
+chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+The openai client's own retries are off; this module retries 429, 5xx, timeouts and dropped
+connections itself, with exponential backoff and jitter (honouring Retry-After), so that every attempt
+is counted and the concurrency bound (an ``asyncio.Semaphore`` around each HTTP call) is exact.
+With ``response_format="auto"`` it asks for a JSON schema, and steps down to a JSON object, then to
+plain text, the first time the endpoint rejects a format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from eqagen.core.errors import ConfigError
+from eqagen.core.rng import derive_rng
+from eqagen.paraphrase.config import Endpoint, ParaphraseConfig
+from eqagen.paraphrase.prompts import JSON_SCHEMA
+
+FORMAT_CHAIN = ("json_schema", "json_object", "none")
+
+
+class RequestFailed(Exception):
+    """A request that still failed after every retry (or failed in a way retrying cannot fix)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    usage_estimated: bool = False
+
+
+@dataclass
+class TransportStats:
+    attempts: int = 0  # HTTP requests sent, retries included
+    responses: int = 0  # completions received (the ones that cost tokens)
+    retries: Counter = field(default_factory=Counter)  # reason -> count
+    failed_requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    format_fallbacks: list[str] = field(default_factory=list)
+
+
+def _retry_reason(err: Exception) -> str | None:
+    """Why ``err`` is worth retrying, or None."""
+    if isinstance(err, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(err, openai.APIConnectionError):
+        return "connection"
+    if isinstance(err, openai.RateLimitError):
+        return "429"
+    if isinstance(err, openai.APIStatusError) and err.status_code >= 500:
+        return f"{err.status_code}"
+    return None
+
+
+def _retry_after(err: Exception) -> float:
+    response = getattr(err, "response", None)
+    try:
+        return float(response.headers.get("retry-after", 0)) if response is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)  # the usual ~4 characters per token, when the server reports no usage
+
+
+class ChatClient:
+    """One endpoint, one concurrency bound, one set of counters for a run."""
+
+    def __init__(self, endpoint: Endpoint, config: ParaphraseConfig, seed: int):
+        self.endpoint, self.config, self.seed = endpoint, config, seed
+        self.stats = TransportStats()
+        self._semaphore = asyncio.Semaphore(config.concurrency)
+        self._client = openai.AsyncOpenAI(
+            api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=config.timeout_s, max_retries=0
+        )
+        start = config.response_format if config.response_format != "auto" else FORMAT_CHAIN[0]
+        self._format = start
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling parameters (part of every cache key). The configured response format is used,
+        not the one an ``auto`` run settled on, so a rerun finds the same keys."""
+        c = self.config
+        return {
+            "temperature": c.temperature,
+            "top_p": c.top_p,
+            "max_tokens": c.max_output_tokens,
+            "response_format": c.response_format,
+            "seed": self.seed,
+        }
+
+    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        c = self.config
+        kwargs: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "top_p": c.top_p,
+            "max_tokens": c.max_output_tokens,
+            "seed": self.seed,
+        }
+        if self._format == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": JSON_SCHEMA}
+        elif self._format == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def _step_down_format(self, err: Exception, sent: str) -> bool:
+        """After a 400/422 to a request that carried a response format: use the next one (auto only)."""
+        if self.config.response_format != "auto" or not isinstance(
+            err, (openai.BadRequestError, openai.UnprocessableEntityError)
+        ):
+            return False
+        if sent == "none":
+            return False
+        if self._format == sent:  # another request may have stepped down already
+            self._format = FORMAT_CHAIN[FORMAT_CHAIN.index(sent) + 1]
+            self.stats.format_fallbacks.append(self._format)
+        return True
+
+    async def _send(self, messages: list[dict[str, str]]) -> Completion:
+        kwargs = self._request(messages)
+        async with self._semaphore:
+            self.stats.attempts += 1
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            try:
+                response = await self._client.chat.completions.create(**kwargs)
+            finally:
+                self.stats.in_flight -= 1
+        content = (response.choices[0].message.content or "") if response.choices else ""
+        self.stats.responses += 1
+        usage = response.usage
+        if usage is None:
+            prompt = sum(_estimate_tokens(m["content"]) for m in messages)
+            return Completion(content, prompt, _estimate_tokens(content), usage_estimated=True)
+        return Completion(content, int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+
+    async def complete(self, messages: list[dict[str, str]], key: str) -> Completion:
+        """One chat completion, retried on 429, 5xx, timeouts and connection errors."""
+        rng = derive_rng(self.seed, "paraphrase", "backoff", key)
+        retries = 0
+        while True:
+            sent = self._format
+            try:
+                return await self._send(messages)
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as err:
+                raise ConfigError(
+                    "paraphrase.model", f"the endpoint refused the request ({err.status_code}): {err.message}",
+                    allowed="a model the endpoint serves and a valid key",
+                ) from err  # fmt: skip
+            except openai.APIError as err:
+                if self._step_down_format(err, sent):
+                    continue
+                reason = _retry_reason(err)
+                if reason is None or retries >= self.config.max_retries:
+                    self.stats.failed_requests += 1
+                    raise RequestFailed(f"request failed after {retries} retries: {reason or err}") from err
+                self.stats.retries[reason] += 1
+                await asyncio.sleep(self._backoff(retries, err, rng))
+                retries += 1
+
+    def _backoff(self, retry: int, err: Exception, rng: Any) -> float:
+        """Exponential backoff with equal jitter, at least the server's Retry-After, at most the cap."""
+        c = self.config
+        delay = min(c.backoff_max_s, c.backoff_base_s * 2.0**retry)
+        delay = delay / 2 + float(rng.uniform(0, delay / 2))
+        return min(c.backoff_max_s, max(delay, _retry_after(err)))
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,224 @@
+"""A real HTTP server on 127.0.0.1 speaking the chat-completions protocol, scripted per item.
+
+It stands in for an LLM endpoint (a fake for a remote model we cannot call in tests; it says so): it
+reads the item's template question and answer from the prompt and replies with a rewrite chosen by a
+script: ``good`` (keeps every fact), ``fenced`` (good JSON inside prose and a code fence), ``drop``
+(loses the answer's facts), ``change`` (alters numbers, colors, yes/no, states, objects),
+``malformed`` (truncated JSON), ``429`` (rate limited, Retry-After 0), ``500``, ``slow`` (a good reply
+after ``slow_s``, longer than the client's timeout) and ``nousage`` (good, no usage field). The
+behaviours listed for an item's question are used one per request, in order; then ``default``.
+
+It counts requests, responses, requests in flight (and their maximum) and each request body, and stops
+itself after ``lifetime_s`` even if a test forgets to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_NUMBER_WORD = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+_SWAPS = {
+    "yes": "no", "no": "yes", "open": "closed", "closed": "open", "green": "red", "red": "blue", "blue": "green",
+    "white": "black", "black": "white", "yellow": "green", "mug": "cup", "mugs": "cups", "apple": "tomato",
+    "fridge": "microwave", "countertop": "shelf", "after": "before", "before": "after",
+}  # fmt: skip
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if len(text) > 1 and text[1].islower() else text
+
+
+def good_rewrite(question: str, answer: str) -> tuple[str, str]:
+    """A fact-preserving rewrite, as a careful model would write it."""
+    bare = answer.rstrip(".")
+    if bare.isdigit() and int(bare) < len(_NUMBER_WORD):
+        bare = f"there are {_NUMBER_WORD[int(bare)]}"
+    return f"Tell me, {_lower_first(question)}", f"I think {_lower_first(bare)}."
+
+
+def changed_rewrite(question: str, answer: str) -> tuple[str, str]:
+    """A rewrite that changes facts: numbers +1, colors, yes/no, states, some objects."""
+
+    def swap(text: str) -> str:
+        text = re.sub(r"\d+(\.\d+)?", lambda m: str(round(float(m.group(0)) + 1, 2)), text)
+        return re.sub(r"[A-Za-z]+", lambda m: _SWAPS.get(m.group(0).lower(), m.group(0)), text)
+
+    return f"Tell me, {_lower_first(swap(question))}", swap(answer)
+
+
+def dropped_rewrite(question: str, answer: str) -> tuple[str, str]:
+    """A rewrite that loses facts: the question's coordinates and everything the answer said."""
+    return re.sub(r"\s*\(x=[^)]*\)", "", question), "Hard to say exactly."
+
+
+def item_text(messages: list[dict]) -> tuple[str, str]:
+    """The template question and answer of the item (the last user turn that describes one)."""
+    for message in reversed(messages):
+        q = re.search(r"^Template question: (.*)$", message["content"], re.M)
+        a = re.search(r"^Template answer: (.*)$", message["content"], re.M)
+        if message["role"] == "user" and q and a:
+            return q.group(1), a.group(1)
+    return "", ""
+
+
+class ScriptedChatServer:
+    def __init__(
+        self,
+        script: dict[str, list[str]] | None = None,
+        default: str = "good",
+        delay_s: float = 0.0,
+        slow_s: float = 2.0,
+        lifetime_s: float = 300.0,
+        reject_formats: tuple[str, ...] = (),
+    ):
+        self.script = {q: list(b) for q, b in (script or {}).items()}
+        self.default, self.delay_s, self.slow_s, self.reject_formats = default, delay_s, slow_s, reject_formats
+        self.lifetime_s = lifetime_s
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.responses_ok = 0  # 200 replies written
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.behaviors: Counter = Counter()
+        self.bodies: Counter = Counter()  # sha of (messages) -> times requested
+        self.ok_bodies: Counter = Counter()  # sha of (messages) -> 200 replies written
+        self.sent: list[tuple[str, str, str, str]] = []  # (template question, behavior, question, answer)
+        self._httpd: ThreadingHTTPServer | None = None
+
+    # -- lifecycle --
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> ScriptedChatServer:
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._watchdog = threading.Timer(self.lifetime_s, self.stop)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            self._watchdog.cancel()
+            httpd.shutdown()
+            httpd.server_close()
+
+    def __enter__(self) -> ScriptedChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- behaviour --
+    def next_behavior(self, question: str) -> str:
+        with self.lock:
+            queue = self.script.get(question)
+            return queue.pop(0) if queue else self.default
+
+    def reply(self, body: dict) -> tuple[int, dict, dict[str, str]]:
+        messages = body.get("messages", [])
+        digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        fmt = (body.get("response_format") or {}).get("type", "none")
+        with self.lock:
+            self.requests += 1
+            self.bodies[digest] += 1
+        if fmt in self.reject_formats:
+            return 400, _error(f"response_format {fmt} is not supported", "invalid_request_error"), {}
+        question, answer = item_text(messages)
+        behavior = self.next_behavior(question)
+        with self.lock:
+            self.behaviors[behavior] += 1
+        if behavior == "429":
+            return 429, _error("rate limited", "rate_limit_exceeded"), {"Retry-After": "0"}
+        if behavior == "500":
+            return 500, _error("internal error", "server_error"), {}
+        time.sleep(self.slow_s if behavior == "slow" else self.delay_s)
+        content, q, a = self._content(behavior, question, answer)
+        with self.lock:
+            self.responses_ok += 1
+            self.ok_bodies[digest] += 1
+            self.sent.append((question, behavior, q, a))
+        return 200, _completion(body, messages, content, usage=behavior != "nousage"), {}
+
+    @staticmethod
+    def _content(behavior: str, question: str, answer: str) -> tuple[str, str, str]:
+        if behavior == "drop":
+            q, a = dropped_rewrite(question, answer)
+        elif behavior == "change":
+            q, a = changed_rewrite(question, answer)
+        else:
+            q, a = good_rewrite(question, answer)
+        text = json.dumps({"question": q, "answer": a})
+        if behavior == "malformed":
+            return text[: len(text) // 2], q, a
+        if behavior == "fenced":
+            return f"Sure! Here is the rewrite:\n```json\n{text}\n```\nHope this helps.", q, a
+        return text, q, a
+
+
+def _error(message: str, code: str) -> dict:
+    return {"error": {"message": message, "type": code, "param": None, "code": code}}
+
+
+def _completion(body: dict, messages: list[dict], content: str, usage: bool) -> dict:
+    prompt = sum(len(m.get("content", "")) for m in messages) // 4
+    reply = {
+        "id": "chatcmpl-local",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }
+    if usage:
+        completion = max(1, len(content) // 4)
+        reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return reply
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: ScriptedChatServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        owner = self.owner
+        with owner.lock:
+            owner.in_flight += 1
+            owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+        try:
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                status, payload, headers = 404, _error(f"no route {self.path}", "not_found"), {}
+            else:
+                status, payload, headers = owner.reply(body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout): nothing to answer
+        finally:
+            with owner.lock:
+                owner.in_flight -= 1
