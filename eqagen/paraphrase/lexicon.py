@@ -35,9 +35,10 @@ COLORS = {
 }  # fmt: skip
 
 STATES = {
-    "open": "open", "opened": "open", "closed": "closed", "shut": "closed",
-    "toggled on": "on", "switched on": "on", "turned on": "on",
-    "toggled off": "off", "switched off": "off", "turned off": "off",
+    "open": "open", "opened": "open", "opening": "open", "closed": "closed", "shut": "closed",
+    "closing": "closed", "toggled on": "on", "switched on": "on", "turned on": "on", "turning on": "on",
+    "switching on": "on", "toggled off": "off", "switched off": "off", "turned off": "off",
+    "turning off": "off", "switching off": "off",
     "broken": "broken", "smashed": "broken", "intact": "intact", "unbroken": "intact",
     "sliced": "sliced", "unsliced": "unsliced", "filled": "filled", "full": "filled", "empty": "empty",
     "dirty": "dirty", "clean": "clean", "cooked": "cooked", "raw": "raw", "uncooked": "raw",

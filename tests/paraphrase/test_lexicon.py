@@ -1,0 +1,46 @@
+from eqagen.paraphrase import lexicon as lx
+
+
+def test_numbers_read_numerals_words_and_compounds_in_order():
+    assert lx.scan_numbers("twenty-one mugs, 3 cups and x=-0.83") == [21.0, 3.0, -0.83]
+    assert lx.scan_numbers("you opened it twice") == [2.0]
+
+
+def test_ambiguous_number_words_count_only_when_asked():
+    text = "the one on the left, once you opened it"
+    assert lx.scan_numbers(text) == [1.0, 1.0]
+    assert lx.scan_numbers(text, include_ambiguous=False) == []
+
+
+def test_numbers_inside_ordinals_and_identifiers_are_not_numbers():
+    assert lx.scan_numbers("the 2nd time, Mug3") == []
+    assert lx.scan_ordinals("the 2nd time and the third time") == [2, 3]
+
+
+def test_longest_temporal_relation_wins():
+    assert lx.scan("temporal", "right after you opened it, and after that") == ["right_after", "after"]
+    assert lx.scan("temporal", "just before and prior to") == ["right_before", "before"]
+
+
+def test_states_and_colors_map_synonyms_to_one_id():
+    assert lx.scan("state", "the fridge was shut, the lamp switched on") == ["closed", "on"]
+    assert lx.scan("color", "a grey and a gray mug") == ["gray", "gray"]
+
+
+def test_type_forms_cover_spacing_plurals_and_synonyms():
+    forms = lx.type_forms("CounterTop")
+    assert {"counter top", "countertop", "countertops", "counter", "counters"} <= forms
+    assert "knives" in lx.type_forms("ButterKnife") or "butter knives" in lx.type_forms("ButterKnife")
+    mentions = lx.scan_types("Is the refrigerator next to the counter tops?")
+    assert [sorted(m) for m in mentions] == [["Fridge"], ["CounterTop"]]
+
+
+def test_unknown_types_are_recognised_when_the_item_names_them():
+    assert lx.scan_types("a wooden crate") == []
+    assert lx.scan_types("a wooden crate", frozenset({"WoodenCrate"})) == [frozenset({"WoodenCrate"})]
+
+
+def test_plural_rules():
+    assert [lx.plural(w) for w in ("mug", "box", "potato", "shelf", "strawberry", "dining table")] == [
+        "mugs", "boxes", "potatoes", "shelves", "strawberries", "dining tables",
+    ]  # fmt: skip
