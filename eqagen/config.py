@@ -52,10 +52,11 @@ class GenerationConfig(_Strict):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        from eqagen.generators import list_backends
+        from eqagen.generators import base
 
-        known = sorted({b for _, b in list_backends()})
-        if value not in known and not value.startswith("fixture"):
+        # Backends known by module, plus any registered at run time (plugins, test fixtures).
+        known = sorted({b for _, b in base.list_backends()} | {b for _, b in base._REGISTRY})
+        if value not in known:
             raise ValueError(f"unknown backend '{value}'; allowed: {', '.join(known)}")
         return value
 

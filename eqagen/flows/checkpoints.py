@@ -1,0 +1,74 @@
+"""Per-batch checkpoints: what makes a rerun resume.
+
+A finished batch leaves ``<work>/<batch>/episodes.parquet``, ``questions.parquet`` and
+``stats.json``, each written under a temporary name and renamed, and then, last of all, the marker
+``DONE``. A batch counts as finished only when its marker exists, so a batch killed halfway is simply
+redone; its stale files are overwritten. The work directory is named by the config hash, so a
+changed config never reuses batches made under another one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eqagen.outputs.manifest import write_json_atomic
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+from eqagen.outputs.shards import write_parquet_atomic
+
+MARKER = "DONE"
+STATE_DIR = ".eqagen"
+
+
+def work_dir(out_dir: Path, config_hash: str) -> Path:
+    return Path(out_dir) / STATE_DIR / "batches" / config_hash
+
+
+class BatchStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, batch_name: str) -> Path:
+        return self.root / batch_name
+
+    def is_done(self, batch_name: str) -> bool:
+        return (self.path(batch_name) / MARKER).exists()
+
+    def done(self, batch_names: list[str]) -> set[str]:
+        return {n for n in batch_names if self.is_done(n)}
+
+    def write(self, batch_name: str, episodes: pa.Table, questions: pa.Table, stats: dict[str, Any]) -> None:
+        d = self.path(batch_name)
+        d.mkdir(parents=True, exist_ok=True)
+        write_parquet_atomic(episodes, d / "episodes.parquet")
+        write_parquet_atomic(questions, d / "questions.parquet")
+        write_json_atomic(stats, d / "stats.json")
+        marker = d / MARKER
+        tmp = d / f".{MARKER}.tmp"
+        tmp.write_text("ok\n")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, marker)
+
+    def read_table(self, batch_names: list[str], name: str, schema: pa.Schema) -> pa.Table:
+        """One table of every batch, concatenated in batch order (deterministic)."""
+        tables = [pq.read_table(self.path(n) / f"{name}.parquet", schema=schema) for n in batch_names]
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    def read_questions(self, batch_names: list[str]) -> pa.Table:
+        return self.read_table(batch_names, "questions", QUESTIONS_SCHEMA)
+
+    def read_episodes(self, batch_names: list[str]) -> pa.Table:
+        return self.read_table(batch_names, "episodes", EPISODES_SCHEMA)
+
+    def read_stats(self, batch_names: list[str]) -> list[dict[str, Any]]:
+        return [json.loads((self.path(n) / "stats.json").read_text()) for n in batch_names]
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,133 @@
+"""The Prefect flow ``generate``: the library units of :mod:`eqagen.flows.pipeline` as tasks over batches.
+
+plan (one task) -> per batch: sample episodes -> sample and check programs + checkpoint (two tasks)
+-> finish (one task: balance, render, paraphrase, split, write shards, audit). A batch already
+checkpointed by an interrupted run is not submitted again.
+
+Orchestration kept cheap: tasks take batches of tens of episodes, results are not persisted, inputs
+are not hashed (``NO_CACHE``), logs are not shipped to the API, and the flow-run heartbeat (which a
+sync flow waits on when it ends) is off. Import this module only after
+:func:`eqagen.flows.server.apply_prefect_environment`: Prefect reads its settings at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+from eqagen.flows import pipeline, stages
+from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
+
+TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
+
+
+# Progress callback of the current run (kept out of the flow's parameters, which Prefect records).
+_PROGRESS: dict[str, Callable[[Any], None]] = {}
+
+
+@task(name="plan-scenes", **TASK_OPTIONS)
+def plan_task(config: Any) -> tuple[list[stages.Batch], float]:
+    start = time.perf_counter()
+    return stages.plan_batches(config.generation, config.seed), time.perf_counter() - start
+
+
+@task(name="sample-episodes", **TASK_OPTIONS)
+def episodes_task(batch: stages.Batch) -> tuple[list[Any], float]:
+    return pipeline.episodes_unit(batch)
+
+
+@task(name="sample-programs", **TASK_OPTIONS)
+def programs_task(ctx: pipeline.RunContext, batch: stages.Batch, episodes: tuple[list[Any], float]) -> dict[str, Any]:
+    summary = pipeline.programs_unit(ctx, batch, episodes[0])
+    summary["seconds"]["episodes"] = episodes[1]
+    return summary
+
+
+@task(name="balance-render-paraphrase-split-write-audit", **TASK_OPTIONS)
+def finish_task(config: Any, ctx: pipeline.RunContext, names: list[str], summary: pipeline.RunSummary):
+    return pipeline.finish(config, ctx, names, summary)
+
+
+def task_runner(runner: Any) -> Any:
+    if runner.kind == "local":
+        return ThreadPoolTaskRunner(max_workers=runner.workers)
+    if runner.kind == "processes":
+        return ProcessPoolTaskRunner(max_workers=runner.workers)
+    from prefect_dask import DaskTaskRunner  # the dask extra
+
+    if runner.address:
+        return DaskTaskRunner(address=runner.address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1, "processes": True})
+
+
+def run_batches(
+    ctx: pipeline.RunContext, todo: list[stages.Batch], summary: pipeline.RunSummary, on_batch: Callable
+) -> None:
+    """Submit episodes tasks; as each finishes, submit its programs task; wait for all programs tasks."""
+    episode_futures = {episodes_task.submit(b): b for b in todo}
+    program_futures = []
+    for fut in as_completed(list(episode_futures)):
+        batch = episode_futures[fut]
+        program_futures.append(programs_task.submit(ctx, batch, fut))
+    for fut in as_completed(program_futures):
+        pipeline.add_batch_seconds(summary.stage_seconds, fut.result())
+        on_batch(None)
+
+
+@flow(name="generate", persist_result=False, log_prints=False, validate_parameters=False)
+def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
+    ctx = pipeline.make_context(config, Path(out_dir))
+    summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
+    batches, plan_s = plan_task(config)
+    summary.stage_seconds["plan"] = plan_s
+    names = [b.name for b in batches]
+    finished = ctx.store.done(names)
+    summary.batches_total, summary.batches_resumed = len(batches), len(finished)
+    on_batch = _PROGRESS.get("on_batch") or (lambda _: None)
+    for _ in finished:
+        on_batch(None)
+    run_batches(ctx, [b for b in batches if b.name not in finished], summary, on_batch)
+    return finish_task(config, ctx, names, summary)
+
+
+def parallelism(config: Any, summary: pipeline.RunSummary) -> int:
+    todo = summary.batches_total - summary.batches_resumed
+    return max(1, min(config.runner.workers, todo)) if config.runner.kind != "dask" or not config.runner.address else 1
+
+
+def orchestration_seconds(config: Any, summary: pipeline.RunSummary) -> float:
+    """Wall time not spent in stage work: batched work counts once per worker running in parallel."""
+    batched = sum(summary.stage_seconds.get(s, 0.0) for s in ("episodes", "programs", "checkpoint"))
+    other = sum(v for k, v in summary.stage_seconds.items() if k not in ("episodes", "programs", "checkpoint"))
+    return max(0.0, summary.wall_seconds - other - batched / parallelism(config, summary))
+
+
+def run_with_prefect(
+    config: Any, out_dir: Path, prefect_home: Path, on_batch: Callable | None = None
+) -> pipeline.RunSummary:
+    """Start the local server, run the flow against it, stop the server (also on SIGTERM and errors)."""
+    wall = time.perf_counter()
+    server = LocalPrefectServer(prefect_home)
+    with sigterm_as_exit(), server as api_url:
+        os.environ["PREFECT_API_URL"] = api_url  # task-runner processes inherit it
+        runner = task_runner(config.runner)
+        with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            flow_fn = generate_flow.with_options(task_runner=runner)
+            _PROGRESS["on_batch"] = on_batch or (lambda _: None)
+            try:
+                summary = flow_fn(config, str(out_dir))
+            finally:
+                _PROGRESS.clear()
+    summary.wall_seconds = time.perf_counter() - wall
+    summary.orchestration_seconds = orchestration_seconds(config, summary)
+    summary.server_seconds = server.startup_seconds
+    return summary

@@ -1,0 +1,220 @@
+"""One generate run as plain functions: the batch work units and the dataset-level finish.
+
+:func:`run_batch` is the unit a task runs (one batch: episodes, then programs, then its checkpoint);
+:func:`finish` reads every checkpoint and runs balance -> render -> paraphrase -> split -> write ->
+audit. :func:`generate_inline` chains them in this process without Prefect (the ``inline`` runner,
+and what most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect tasks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eqagen.config import config_hash, resolved
+from eqagen.flows import stages
+from eqagen.flows.checkpoints import BatchStore, work_dir
+from eqagen.outputs.manifest import build_manifest, write_json_atomic, write_manifest
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episodes_table, questions_table
+from eqagen.outputs.shards import ShardInfo, write_shards
+
+BATCHED_STAGES = ("episodes", "programs")
+FINISH_STAGES = ("read", *stages.DATASET_STAGE_ORDER, "write", "audit")
+
+
+@dataclass
+class RunContext:
+    """What every unit of one run needs; small and picklable (sent to worker processes)."""
+
+    out_dir: Path
+    seed: int
+    config_hash: str
+    questions: Any  # the questions section (the engine's model, or a mapping)
+    store_root: Path
+
+    @property
+    def store(self) -> BatchStore:
+        return BatchStore(self.store_root)
+
+
+@dataclass
+class RunSummary:
+    out_dir: Path
+    counts: dict[str, Any] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    orchestration_seconds: float = 0.0
+    server_seconds: float = 0.0  # Prefect server start-up, part of orchestration
+    batches_total: int = 0
+    batches_resumed: int = 0
+    runner: str = "inline"
+
+    @property
+    def orchestration_share(self) -> float:
+        return self.orchestration_seconds / self.wall_seconds if self.wall_seconds else 0.0
+
+
+def make_context(config: Any, out_dir: Path) -> RunContext:
+    h = config_hash(config)
+    return RunContext(Path(out_dir), config.seed, h, config.questions, work_dir(out_dir, h))
+
+
+def episodes_unit(batch: stages.Batch) -> tuple[list[Any], float]:
+    start = time.perf_counter()
+    episodes = stages.sample_episodes(batch)
+    return episodes, time.perf_counter() - start
+
+
+def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sampler: Any = None) -> dict[str, Any]:
+    """Sample and check programs for a batch, then checkpoint the batch; returns its small summary."""
+    start = time.perf_counter()
+    # A caller's own sampler (tests, other engines) takes the section as it is.
+    qconfig = ctx.questions if sampler else stages.question_config(ctx.questions)
+    result = stages.sample_programs(episodes, qconfig, ctx.seed, sampler)
+    programs_s = time.perf_counter() - start
+    questions = stages.with_config_hash(questions_table(result.records), ctx.config_hash)
+    summary = {
+        "batch": batch.name,
+        "episodes": len(episodes),
+        "steps": int(sum(ep.n_steps for ep in episodes)),
+        "candidates": result.candidates,
+        "questions": len(result.records),
+        "rejections": dict(sorted(result.rejections.items())),
+        "seconds": {"programs": programs_s},
+    }
+    start = time.perf_counter()
+    ctx.store.write(batch.name, episodes_table(episodes), questions, summary)
+    summary["seconds"]["checkpoint"] = time.perf_counter() - start
+    return summary
+
+
+def run_batch(ctx: RunContext, batch: stages.Batch, sampler: Any = None) -> dict[str, Any]:
+    """Both batched stages for one batch; the unit of resume."""
+    episodes, episodes_s = episodes_unit(batch)
+    summary = programs_unit(ctx, batch, episodes, sampler)
+    summary["seconds"]["episodes"] = episodes_s
+    return summary
+
+
+def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
+    rejected: Counter[str] = Counter()
+    for s in batch_stats:
+        rejected.update(s["rejections"])
+    return {
+        "programs": {
+            "in": sum(s["candidates"] for s in batch_stats),
+            "out": sum(s["questions"] for s in batch_stats),
+            "rejected": dict(sorted(rejected.items())),
+        }
+    }
+
+
+def run_dataset_stages(
+    config: Any, questions: pa.Table, funnel: dict[str, Any], seconds: dict[str, float]
+) -> tuple[pa.Table, dict[str, Any]]:
+    """balance -> render -> paraphrase -> split on the questions table; the schema is kept exact."""
+    stage_stats: dict[str, Any] = {}
+    for name in stages.DATASET_STAGE_ORDER:
+        section = getattr(config, name, None)
+        questions, stats, secs = stages.run_dataset_stage(name, questions, section, config.seed)
+        questions = stages.conform(questions, QUESTIONS_SCHEMA)
+        seconds[name] = secs
+        stage_stats[name] = stats
+        funnel[name] = {"in": stats["rows_in"], "out": stats["rows_out"], "rejected": stats.get("rejected", {})}
+    return questions, stage_stats
+
+
+def write_outputs(questions: pa.Table, episodes: pa.Table, out_dir: Path, rows_per_shard: int) -> list[ShardInfo]:
+    """Questions per split (``questions/split=<s>/``) and episodes, as sorted, checksummed shards."""
+    shards: list[ShardInfo] = []
+    for split, table in stages.split_tables(questions).items():
+        shards += write_shards(table, out_dir, f"questions/split={split}", "question_id", rows_per_shard)
+    shards += write_shards(episodes, out_dir, "episodes", "episode_id", rows_per_shard)
+    return shards
+
+
+def write_audit(
+    out_dir: Path,
+    questions: pa.Table,
+    episodes: pa.Table,
+    funnel: dict[str, Any],
+    stage_stats: dict[str, Any],
+    manifest: dict[str, Any],
+) -> list[str]:
+    """stats.json, the dataset card (README.md) and report.html, where the audit package provides them."""
+    try:
+        from eqagen.curation.audit import build_stats
+    except ImportError:
+        write_json_atomic({"funnel": funnel, "stages": stage_stats}, out_dir / "stats.json")
+        return ["stats.json"]
+    stats = build_stats(questions, episodes, funnel, stage_stats)
+    write_json_atomic(stats, out_dir / "stats.json")
+    written = ["stats.json"]
+    try:
+        from eqagen.outputs.card import render_card, write_card
+        from eqagen.outputs.report import write_report
+    except ImportError:
+        return written
+    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
+    write_report(stats, out_dir / "report.html")
+    return [*written, "README.md", "report.html"]
+
+
+def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
+    """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too)."""
+    seconds = summary.stage_seconds
+    start = time.perf_counter()
+    questions = ctx.store.read_questions(batch_names)
+    episodes = ctx.store.read_episodes(batch_names)
+    funnel = funnel_from_batches(ctx.store.read_stats(batch_names))
+    seconds["read"] = time.perf_counter() - start
+    questions, stage_stats = run_dataset_stages(config, questions, funnel, seconds)
+    start = time.perf_counter()
+    shards = write_outputs(questions, episodes, ctx.out_dir, config.output.rows_per_shard)
+    manifest = build_manifest(resolved(config), config.seed, ctx.config_hash, shards)
+    write_manifest(manifest, ctx.out_dir)
+    seconds["write"] = time.perf_counter() - start
+    start = time.perf_counter()
+    stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
+    write_audit(ctx.out_dir, questions, episodes, funnel, stage_stats, manifest)
+    seconds["audit"] = time.perf_counter() - start
+    summary.counts = {
+        **manifest["rows"],
+        "candidates": funnel["programs"]["in"],
+        "steps": int(pc.sum(episodes["n_steps"]).as_py() or 0),
+    }
+    return summary
+
+
+def add_batch_seconds(seconds: dict[str, float], batch_summary: dict[str, Any]) -> None:
+    for stage, secs in batch_summary["seconds"].items():
+        seconds[stage] = seconds.get(stage, 0.0) + secs
+
+
+def generate_inline(config: Any, out_dir: Path, sampler: Any = None, on_batch: Any = None) -> RunSummary:
+    """The whole run in this process, without Prefect: the same units, the same bytes."""
+    wall = time.perf_counter()
+    out_dir = Path(out_dir)
+    ctx = make_context(config, out_dir)
+    summary = RunSummary(out_dir, runner="inline")
+    start = time.perf_counter()
+    batches = stages.plan_batches(config.generation, config.seed)
+    summary.stage_seconds["plan"] = time.perf_counter() - start
+    names = [b.name for b in batches]
+    finished = ctx.store.done(names)
+    summary.batches_total, summary.batches_resumed = len(batches), len(finished)
+    for batch in batches:
+        if batch.name not in finished:
+            add_batch_seconds(summary.stage_seconds, run_batch(ctx, batch, sampler))
+        if on_batch:
+            on_batch(batch)
+    finish(config, ctx, names, summary)
+    summary.wall_seconds = time.perf_counter() - wall
+    summary.orchestration_seconds = max(0.0, summary.wall_seconds - sum(summary.stage_seconds.values()))
+    return summary

@@ -1,0 +1,158 @@
+"""Prefect's local API server, started and stopped by the run itself, never left behind.
+
+Prefect 3 runs a flow against an API. With none configured it starts a temporary server subprocess
+of its own, but that process outlives a parent killed by SIGKILL, and its settings and database go
+to the user's ``~/.prefect``. So the run starts the same server (uvicorn with Prefect's app factory)
+itself, with:
+
+- ``PREFECT_HOME``, the SQLite database, profiles and logs under a home the caller picks (the output
+  directory's ``.eqagen/prefect``), never the user's;
+- ``PR_SET_PDEATHSIG`` (Linux): the kernel kills the server the moment the run's process dies,
+  however it dies (SIGKILL included);
+- a SIGTERM handler in the run that turns the signal into an orderly exit through ``stop``.
+
+:func:`prefect_environment` must be applied before ``prefect`` is first imported: Prefect reads its
+settings from the environment at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+STARTUP_TIMEOUT_S = 180.0
+
+
+def prefect_environment(home: Path) -> dict[str, str]:
+    """Settings for both the run and its server: everything under ``home``, nothing sent anywhere."""
+    home = Path(home).resolve()
+    return {
+        "PREFECT_HOME": str(home),
+        "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_LOCAL_STORAGE_PATH": str(home / "storage"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
+        "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE": "false",  # only the server started here, never a hidden one
+    }
+
+
+def apply_prefect_environment(home: Path) -> None:
+    Path(home).mkdir(parents=True, exist_ok=True)
+    os.environ.update(prefect_environment(home))
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Runs in the child before exec: ask the kernel for SIGKILL when the parent dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalPrefectServer:
+    """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration."""
+
+    def __init__(self, home: Path, log_path: Path | None = None):
+        self.home = Path(home)
+        self.log_path = log_path or self.home / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.startup_seconds = 0.0
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def _command(self) -> list[str]:
+        import prefect
+
+        return [
+            sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
+            "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+            "--port", str(self.port), "--log-level", "error", "--lifespan", "on",
+        ]  # fmt: skip
+
+    def start(self) -> str:
+        start = time.perf_counter()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        env = {**os.environ, **prefect_environment(self.home), "PREFECT__SERVER_EPHEMERAL": "1"}
+        parent = os.getpid()
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                self._command(), env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                preexec_fn=lambda: _die_with_parent(parent),
+            )  # fmt: skip
+        self._wait_healthy()
+        self.startup_seconds = time.perf_counter() - start
+        return self.api_url
+
+    def _wait_healthy(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Prefect's server exited with code {self.process.returncode}; see {self.log_path}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.api_url}/health", timeout=2.0).status_code == 200:
+                    return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"Prefect's server did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
+
+    def stop(self) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def sigterm_as_exit() -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit(143) so ``finally`` clauses stop the server."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
