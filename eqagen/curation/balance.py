@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from eqagen.core import derive_rng
 from eqagen.curation.columns import SCENE_BLOCKS, encode, rank_in_runs, require_columns, run_starts, scene_blocks
-from eqagen.curation.config import BalanceConfig
+from eqagen.curation.config import BalanceConfig, as_config
 
 BALANCE_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key")
 REASONS = (
@@ -77,9 +77,11 @@ class BalanceSelection:
     stats: dict
 
 
-def balance(table: pa.Table, config: BalanceConfig, seed: int) -> tuple[pa.Table, dict]:
-    """The balanced subset of a candidate table, with ``choices`` set to each question's answer set."""
-    selection = select_balanced(table, config, seed)
+def balance(table: pa.Table, config: BalanceConfig | dict | None, seed: int) -> tuple[pa.Table, dict]:
+    """The balanced subset of a candidate table, with ``choices`` set to each question's answer set.
+
+    The pipeline's ``balance`` stage; ``config`` may also be a mapping or None (the defaults)."""
+    selection = select_balanced(table, as_config(BalanceConfig, config), seed)
     out = table.take(pa.array(selection.rows, pa.int64()))
     field = pa.field("choices", pa.list_(pa.string()))
     if "choices" in out.column_names:
@@ -102,7 +104,7 @@ def select_balanced(table: pa.Table, config: BalanceConfig, seed: int) -> Balanc
     if config.mode == "exact":
         all_tallies = tallies
         feasible, _ = choose_answer_counts(all_tallies, config, n_questions)
-        in_window = window_members(codes, reps, config, seed) if config.window_blocks < SCENE_BLOCKS else reps
+        in_window = window_members(codes, reps, config, seed)
         tallies = tally_answers(codes.question, codes.answer, in_window, len(codes.answer_values))
         keep_k, keep_n = choose_answer_counts(tallies, config, n_questions)
         reason[reps & ~in_window] = R["outside_window"]
@@ -175,9 +177,11 @@ def window_members(codes: Codes, reps: np.ndarray, config: BalanceConfig, seed: 
     """Mask of the scene representatives inside their question's window: the run of
     ``window_blocks`` consecutive scene blocks (cyclic) in which the question keeps the most records
     (ties: more answers, then a seeded draw). Questions with no such window get an empty mask."""
-    width = config.window_blocks
+    width = window_width(config, len(codes.scene_values))
     rows = np.flatnonzero(reps)
-    block, _ = scene_blocks(codes.scene_values)
+    if width >= SCENE_BLOCKS:
+        return reps.copy()
+    block = scene_blocks(codes.scene_values)
     row_block = block[codes.scene[rows]]
     start = (row_block[:, None] - np.arange(width)[None, :]) % SCENE_BLOCKS
     window = (codes.question[rows][:, None] * SCENE_BLOCKS + start).reshape(-1)
@@ -199,6 +203,12 @@ def window_members(codes: Codes, reps: np.ndarray, config: BalanceConfig, seed: 
     mask = np.zeros(len(reps), dtype=bool)
     mask[rows[inside]] = True
     return mask
+
+
+def window_width(config: BalanceConfig, n_scenes: int) -> int:
+    """Blocks per window: ``window_blocks``, widened until the window holds ``min_window_scenes``."""
+    needed = -(-config.min_window_scenes * SCENE_BLOCKS // max(n_scenes, 1))
+    return min(SCENE_BLOCKS, max(config.window_blocks, needed))
 
 
 def _ranked(key: np.ndarray, answer: np.ndarray, count: np.ndarray) -> Tallies:

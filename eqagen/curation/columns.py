@@ -12,8 +12,9 @@ import pyarrow.compute as pc
 
 from eqagen.core import DataFileError, stable_int
 
-# Scenes fall into this many blocks by a seed-independent hash of their id. Balancing prefers scenes
-# near a question's home block; splitting holds out runs of consecutive blocks. Both must agree.
+# Scenes sit on a ring in the order of a seed-independent hash of their id, cut into this many equal
+# blocks. Balancing takes each question's scenes from a window of consecutive blocks; splitting holds
+# out an arc of the ring. Any dataset's scenes can be put back on the same ring from their ids alone.
 SCENE_BLOCKS = 64
 
 
@@ -79,13 +80,21 @@ def rank_in_runs(sorted_keys: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
 
 
-def scene_blocks(scene_values: list) -> tuple[np.ndarray, np.ndarray]:
-    """Block of each distinct scene and its position inside the block, from a hash of its id only
-    (the same under every seed, so any split can find the blocks a balancing run used)."""
-    hashes = [stable_int("scene-block", v) for v in scene_values]
-    block = np.fromiter((h % SCENE_BLOCKS for h in hashes), dtype=np.int64, count=len(hashes))
-    within = np.fromiter((h // SCENE_BLOCKS % (1 << 62) for h in hashes), dtype=np.int64, count=len(hashes))
-    return block, within
+def scene_ring(scene_values: list) -> np.ndarray:
+    """Position of each distinct scene on the ring (0..S-1): the rank of a hash of its id only, the
+    same under every seed, so a split finds the arcs that a balancing run used."""
+    hashes = np.fromiter(
+        (stable_int("scene-ring", v) >> 1 for v in scene_values), dtype=np.int64, count=len(scene_values)
+    )
+    position = np.empty(len(hashes), dtype=np.int64)
+    position[np.argsort(hashes, kind="stable")] = np.arange(len(hashes))
+    return position
+
+
+def scene_blocks(scene_values: list) -> np.ndarray:
+    """Block (0..SCENE_BLOCKS-1) of each distinct scene: equal shares of the ring."""
+    n = max(len(scene_values), 1)
+    return scene_ring(scene_values) * SCENE_BLOCKS // n
 
 
 def combined_key(*codes: np.ndarray) -> np.ndarray:

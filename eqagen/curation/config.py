@@ -39,6 +39,9 @@ class BalanceConfig(BaseModel):
         "(of 64), the window where it keeps the most records; clustered groups let the split hold whole "
         "blocks of scenes out of train (64: no window)",
     )
+    min_window_scenes: int = Field(
+        40, ge=2, description="a window is widened until it holds at least this many scenes (small datasets)"
+    )
     entropy_threshold: float = Field(0.5, ge=0.0, le=1.0)
     min_scenes: int = Field(4, ge=2, description="entropy mode: fewest scenes a kept question is seen in")
 
@@ -81,3 +84,14 @@ class CurationConfig(BaseModel):
 
     balance: BalanceConfig = BalanceConfig()
     split: SplitConfig = SplitConfig()
+
+
+def as_config(model: type[BaseModel], section: object) -> BaseModel:
+    """A stage's section as its model: the model itself, a mapping (validated), or None (defaults)."""
+    if section is None:
+        return model()
+    if isinstance(section, model):
+        return section
+    if isinstance(section, BaseModel):
+        section = section.model_dump()
+    return model.model_validate(section)

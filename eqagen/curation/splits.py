@@ -29,12 +29,13 @@ from eqagen.curation.columns import (
     encode,
     joined_list_column,
     require_columns,
-    scene_blocks,
+    scene_ring,
 )
-from eqagen.curation.config import SplitConfig
+from eqagen.curation.config import SplitConfig, as_config
 from eqagen.curation.split_file import read_split_file
 
 HOLDOUT_TRIES = 16  # arcs of blocks tried for the held-out scenes; the one forcing fewest records wins
+FORCED_CAP = 0.9  # most of val+test that groups forced out of train may fill, so strata can still be evened
 STRATUM_REPORT_MIN = 50  # strata smaller than this are reported but not held to the 3-point check
 
 
@@ -56,9 +57,10 @@ class SplitAssignment:
     stats: dict
 
 
-def split(table: pa.Table, config: SplitConfig, seed: int) -> tuple[pa.Table, dict]:
-    """The same table with its ``split`` column assigned."""
-    assignment = assign_splits(table, config, seed)
+def split(table: pa.Table, config: SplitConfig | dict | None, seed: int) -> tuple[pa.Table, dict]:
+    """The same table with its ``split`` column assigned (the pipeline's ``split`` stage); ``config``
+    may also be a mapping or None (the defaults)."""
+    assignment = assign_splits(table, as_config(SplitConfig, config), seed)
     names = pa.array(np.array(SPLITS, dtype=object)[assignment.split].tolist(), pa.string())
     field = pa.field("split", pa.string())
     if "split" in table.column_names:
@@ -153,16 +155,17 @@ def unseen_share(scene: np.ndarray, assignment: np.ndarray, rows: np.ndarray) ->
 def choose_held_out(
     scene: np.ndarray, units: Units, scene_values: list, target: float, eval_records: float, starts: np.ndarray
 ) -> np.ndarray:
-    """Scenes kept out of train: the prefix of a scene order (blocks from a given start) whose records
+    """Scenes kept out of train: an arc of the scene ring (from one of the given block starts) whose records
     reach ``target``, choosing among the starts the one that forces the fewest records out of train."""
     held = np.zeros(len(scene_values), dtype=bool)
     if target <= 0 or len(scene) == 0:
         return held
-    block, within = scene_blocks(scene_values)
+    ring = scene_ring(scene_values)
+    n_scenes = len(scene_values)
     best: tuple[float, np.ndarray] | None = None
     for start in starts:
-        order = np.lexsort((within, (block - start) % SCENE_BLOCKS))
-        k, cost = _prefix_for_target(scene, units, order, target, eval_records)
+        order = np.argsort((ring - start * n_scenes // SCENE_BLOCKS) % n_scenes, kind="stable")
+        k, cost = _prefix_for_target(scene, units, order, target, FORCED_CAP * eval_records)
         if best is None or cost < best[0]:
             best = (cost, order[:k])
     held[best[1]] = True
@@ -174,7 +177,7 @@ def _prefix_for_target(
 ) -> tuple[int, float]:
     """How many scenes of ``order`` to hold out, and the cost: the records forced out of train
     (plus a large penalty for every record missing from the unseen target when the forced records
-    would exceed val and test)."""
+    would exceed ``eval_records``, and the arc is cut short)."""
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     records = np.cumsum(np.bincount(position[scene], minlength=len(order)))
@@ -208,25 +211,32 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
 
 def take_with_carry(units: Units, among: np.ndarray, forced: np.ndarray, share: float) -> np.ndarray:
     """Choose units (of ``among``) holding ``share`` of the records of each stratum: forced units
-    first, then free ones in random order while their midpoint stays within the quota. What one
-    stratum takes too much or too little is carried to the next, so the total stays on target."""
+    always, then free ones in random order while their midpoint stays within the stratum's free
+    quota. Where forced units overfill a stratum, the other strata's free quotas shrink in proportion
+    so the total stays on target; rounding is carried from one stratum to the next."""
     idx = np.flatnonzero(among)
     order = idx[np.lexsort((units.key[idx], ~forced[idx], units.stratum[idx]))]
-    size, stratum_of = units.size[order], units.stratum[order]
+    size, must = units.size[order], forced[order]
     take = np.zeros(len(units.size), dtype=bool)
-    bounds = np.flatnonzero(np.diff(stratum_of)) + 1
+    if len(order) == 0:
+        return take
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(units.stratum[order])) + 1])
+    totals = np.add.reduceat(size, starts)
+    forced_totals = np.add.reduceat(np.where(must, size, 0), starts)
+    deficit = np.maximum(share * totals - forced_totals, 0.0)
+    wanted = max(share * totals.sum() - forced_totals.sum(), 0.0)
+    free_quota = deficit * (wanted / deficit.sum() if deficit.sum() > 0 else 0.0)
+    take[order[must]] = True
     carry = 0.0
-    for segment in np.split(np.arange(len(order)), bounds):
-        if len(segment) == 0:
-            continue
-        seg_size = size[segment]
-        must = forced[order[segment]]
-        quota = share * seg_size.sum() + carry
-        free_before = np.cumsum(np.where(must, 0, seg_size)) - np.where(must, 0, seg_size)
-        room = quota - seg_size[must].sum()
-        chosen = must | (free_before + seg_size / 2.0 <= room)
-        take[order[segment[chosen]]] = True
-        carry = quota - seg_size[chosen].sum()
+    ends = np.append(starts[1:], len(order))
+    for i, (lo, hi) in enumerate(zip(starts, ends)):
+        free = ~must[lo:hi]
+        free_size = np.where(free, size[lo:hi], 0)
+        before = np.cumsum(free_size) - free_size
+        room = free_quota[i] + carry
+        chosen = free & (before + free_size / 2.0 <= room)
+        take[order[lo:hi][chosen]] = True
+        carry = room - free_size[chosen].sum()
     return take
 
 
@@ -278,7 +288,25 @@ def split_stats(
     stats["strata"] = stratum_table(assignment, stratum, stratum_names)
     big = [s for s in stats["strata"] if s["records"] >= STRATUM_REPORT_MIN]
     stats["max_stratum_share_deviation"] = max((s["max_share_deviation"] for s in big), default=0.0)
+    stats["warnings"] = split_warnings(stats, config)
     return stats
+
+
+def split_warnings(stats: dict, config: SplitConfig) -> list[str]:
+    """Targets this split missed (fractions by more than 2 points, unseen share by more than 5)."""
+    out = []
+    for name, target in stats["target"].items():
+        if stats["records"] and abs(stats["fraction"][name] - target) > 0.02:
+            out.append(f"{name} holds {stats['fraction'][name]:.3f} of the records, target {target:.3f}")
+    if stats["by"] == "question" and config.unseen_fraction > 0:
+        for name in ("val", "test"):
+            share = stats["unseen_share"][name]
+            if share is not None and abs(share - config.unseen_fraction) > 0.05:
+                out.append(
+                    f"{name}: {share:.3f} of its records come from scenes unseen in train, target "
+                    f"{config.unseen_fraction:.3f} (balance groups span too many scenes, or too few scenes)"
+                )
+    return out
 
 
 def straddling_groups(table: pa.Table, assignment: np.ndarray) -> int:

@@ -30,6 +30,7 @@ def candidate_pool(
     zipf: float = 1.0,
     concentration: float = 0.6,
     grounded_share: float = 0.3,
+    n_signatures: int | None = None,
 ) -> pa.Table:
     """A pool of about ``n_records`` candidate question records (columns of ``QARecord.to_dict()``)."""
     rng = derive_rng(seed, "synthetic-pool")
@@ -41,7 +42,7 @@ def candidate_pool(
     answer_count, answer_probs = _answer_models(rng, vocabulary, concentration)
     answer = _draw_answers(rng, question, answer_probs)
     query = rng.integers(0, len(QUERY_TYPES), vocabulary)
-    filters = _filter_signatures(rng, vocabulary)
+    filters = _filter_signatures(rng, vocabulary, n_signatures)
     grounded = rng.random(len(question)) < grounded_share
     return _pool_table(scene, question, answer, answer_count, query, filters, grounded, scene_family)
 
@@ -74,10 +75,15 @@ def _draw_answers(rng: np.random.Generator, question: np.ndarray, probs: np.ndar
     return np.minimum((draw > cumulative).sum(axis=1), MAX_ANSWERS - 1)
 
 
-def _filter_signatures(rng: np.random.Generator, vocabulary: int) -> list[list[str]]:
-    n_filters = rng.integers(1, 4, vocabulary)
-    picks = np.argsort(rng.random((vocabulary, len(FILTER_FAMILIES))), axis=1)
-    return [sorted(FILTER_FAMILIES[j] for j in picks[i, : n_filters[i]]) for i in range(vocabulary)]
+def _filter_signatures(rng: np.random.Generator, vocabulary: int, n_signatures: int | None) -> list[list[str]]:
+    """Filter families of each question; with ``n_signatures``, drawn from that many distinct sets."""
+    n_sets = vocabulary if n_signatures is None else n_signatures
+    n_filters = rng.integers(1, 4, n_sets)
+    picks = np.argsort(rng.random((n_sets, len(FILTER_FAMILIES))), axis=1)
+    sets = [sorted(FILTER_FAMILIES[j] for j in picks[i, : n_filters[i]]) for i in range(n_sets)]
+    if n_signatures is None:
+        return sets
+    return [sets[i] for i in rng.integers(0, n_sets, vocabulary)]
 
 
 def _pool_table(
