@@ -33,9 +33,11 @@ from eqagen.generators.household.alfred.reader import (
 )
 from eqagen.generators.household.objects import Catalog, catalog
 from eqagen.generators.household.scene import HouseholdScene, SceneObject
+from eqagen.generators.household.world import CAPACITY_BY_SIZE
 
 ID_TOLERANCE = 0.021  # objectIds round to 0.01 m; poses settle by up to ~0.01 m more
 ON_BY_DEFAULT = ("DeskLamp", "FloorLamp", "LightSwitch")
+OPEN_BY_DEFAULT = ("Laptop",)  # iTHOR scenes load laptops open
 ROOM_BY_HUNDRED = {0: "kitchen", 2: "living_room", 3: "bedroom", 4: "bathroom"}
 AGENT_BODY_HEIGHT = 0.9009  # AI2-THOR agent y above the floor (ALFRED's init_action y on a y=0 floor)
 
@@ -135,20 +137,84 @@ class _Candidate:
     position: tuple[float, float, float]
 
 
-def _nearest_receptacle(obj: _Candidate, recs: list[_Candidate], cat: Catalog) -> str | None:
-    """The compatible receptacle nearest the object, preferring ones whose origin is not above it."""
-    best, best_score = None, np.inf
-    for r in recs:
-        if r.object_id == obj.object_id or not cat.can_hold(r.object_type, obj.object_type):
-            continue
-        d = np.subtract(obj.position, r.position)
-        score = float(np.hypot(d[0], d[2]) + 0.5 * abs(d[1]) + (0.5 if d[1] < -0.1 else 0.0))
-        if score < best_score:
-            best, best_score = r.object_id, score
-    return best
+# Where an object can be when an enclosing receptacle holds it: horizontal reach and the (min, max) of its
+# height above the receptacle's origin (a fridge's origin is at its base; a cabinet's at its centre).
+INSIDE_BOX = {"Fridge": (0.6, (-0.05, 1.9)), "default": (0.45, (-0.4, 0.1))}
+ON_SMALL = (0.25, (-0.05, 0.3))  # what a pickupable receptacle (plate, mug, pot) holds is right on it
+SURFACE_BELOW = -0.1  # a surface's origin is at or below what rests on it (to a rounding margin)
 
 
-def _expert_parent(obj: _Candidate, evidence: dict, recs: list[_Candidate]) -> str | None:
+def _receptacle_score(obj: _Candidate, rec: _Candidate, cat: Catalog, open_air: bool = False) -> float:
+    """Lower is likelier; inf where the receptacle cannot hold the object there.
+
+    ``open_air``: the expert took the object without opening anything, so no closed enclosure holds it.
+    """
+    if rec.object_id == obj.object_id or not cat.can_hold(rec.object_type, obj.object_type):
+        return np.inf
+    d = np.subtract(obj.position, rec.position)
+    horiz = float(np.hypot(d[0], d[2]))
+    rtype = cat.get(rec.object_type)
+    if rtype.can("enclosing") or rtype.can("pickupable"):
+        if open_air and rtype.can("enclosing"):
+            return np.inf
+        reach, (lo, hi) = (
+            ON_SMALL if rtype.can("pickupable") else INSIDE_BOX.get(rec.object_type, INSIDE_BOX["default"])
+        )
+        return horiz if horiz <= reach and lo <= d[1] <= hi else np.inf
+    if d[1] < SURFACE_BELOW:
+        return np.inf
+    return horiz + 0.5 * float(d[1]) + 0.3  # an object inside a matching enclosure is likelier
+
+
+def _assign_parents(
+    movables: list[_Candidate], recs: list[_Candidate], cat: Catalog, fixed: dict[str, str], open_air: set[str]
+) -> dict:
+    """Each movable object to its likeliest receptacle, most certain first, leaving room for the task's puts."""
+    load = {r.object_id: 0 for r in recs}
+    for parent in fixed.values():
+        load[parent] = load.get(parent, 0) + 1
+    pairs = []
+    for m in movables:
+        if m.object_id not in fixed:
+            free = m.object_id in open_air
+            pairs += [(_receptacle_score(m, r, cat, free), m.object_id, r.object_id) for r in recs]
+    pairs = sorted(p for p in pairs if np.isfinite(p[0]))
+    out = dict(fixed)
+    for _, oid, rid in pairs:
+        if oid not in out and load[rid] < _room(rid, recs, cat):
+            out[oid] = rid
+            load[rid] += 1
+    return out
+
+
+def _room(rid: str, recs: list[_Candidate], cat: Catalog) -> int:
+    """How many objects a receptacle may start with: its capacity less room for the task's puts (at least one)."""
+    rtype = next(r.object_type for r in recs if r.object_id == rid)
+    capacity = CAPACITY_BY_SIZE[cat.get(rtype).size]
+    return max(capacity - (5 if capacity > 5 else 2), 1)  # large: room for two puts and a sliced whole
+
+
+def _open_air(traj: AlfredTrajectory, movables: list[_Candidate], evidence: dict, cat: Catalog) -> set[str]:
+    """Objects the expert took from an enclosing receptacle type it had not opened (glass doors, open shelves)."""
+    out, opened = set(), set()
+    for a in traj.low_actions:
+        if a["action"] == "OpenObject":
+            opened.add(parse_object_id(a["objectId"]).object_type)
+        elif a["action"] == "PickupObject" and a.get("objectId") in evidence:
+            rec_type = evidence[a["objectId"]][0]
+            if rec_type in cat.index and cat.get(rec_type).can("enclosing") and rec_type not in opened:
+                pid = parse_object_id(a["objectId"])
+                out |= {
+                    m.object_id
+                    for m in movables
+                    if m.object_type == pid.object_type and _close(m.position, pid.position)
+                }
+    return out
+
+
+def _expert_parent(obj: _Candidate, evidence: dict, recs: list[_Candidate], open_air: set[str]) -> str | None:
+    if obj.object_id in open_air:
+        return None
     for oid, (rec_type, rec_pos) in evidence.items():
         pid = parse_object_id(oid) if oid else None
         if pid is None or pid.object_type != obj.object_type or not _close(pid.position, obj.position):
@@ -192,12 +258,16 @@ def build_alfred_scene(
     evidence = _expert_parents(traj)
     rotations = {oid: rot for oid, _, _, rot in _pose_objects(traj)}
     objects = [_scene_object(c, cat, traj, rotations.get(c.object_id)) for c in known]
-    for obj, cand in zip(objects, known):
-        if cand in movables:
-            obj.parent = _expert_parent(cand, evidence, recs)
-            source = "expert" if obj.parent else "nearest"
-            obj.parent = obj.parent or _nearest_receptacle(cand, recs, cat)
-            out.parent_source[cand.object_id] = source if obj.parent else "none"
+    moving = [c for c in known if c in movables]
+    open_air = _open_air(traj, moving, evidence, cat)
+    fixed = {c.object_id: p for c in moving if (p := _expert_parent(c, evidence, recs, open_air))}
+    parents = _assign_parents(moving, recs, cat, fixed, open_air)
+    for obj in objects:
+        if obj.object_id in out.position_source and out.position_source[obj.object_id] == "pose":
+            obj.parent = parents.get(obj.object_id)
+            out.parent_source[obj.object_id] = (
+                "expert" if obj.object_id in fixed else ("inferred" if obj.parent else "none")
+            )
     cells, out.added_cells = merge_cells(layout.reachable, expert_cells(traj))
     if extra_cells is not None:
         cells, n = merge_cells(cells, extra_cells)
@@ -217,6 +287,7 @@ def _scene_object(c: _Candidate, cat: Catalog, traj: AlfredTrajectory, rotation:
         rotation=tuple(rotation) if rotation else (0.0, 0.0, 0.0),
         is_toggled=t.can("toggleable") and toggles.get(c.object_type, False),
         is_dirty=bool(traj.dirty_and_empty and movable and t.can("dirtyable")),
+        is_open=c.object_type in OPEN_BY_DEFAULT and t.can("openable"),
     )
 
 
