@@ -98,7 +98,7 @@ class ChatClient:
             "seed": self.seed,
         }
 
-    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _request(self, messages: list[dict[str, str]], fmt: str) -> dict[str, Any]:
         c = self.config
         kwargs: dict[str, Any] = {
             "model": self.endpoint.model,
@@ -108,9 +108,9 @@ class ChatClient:
             "max_tokens": c.max_output_tokens,
             "seed": self.seed,
         }
-        if self._format == "json_schema":
+        if fmt == "json_schema":
             kwargs["response_format"] = {"type": "json_schema", "json_schema": JSON_SCHEMA}
-        elif self._format == "json_object":
+        elif fmt == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
 
@@ -127,14 +127,21 @@ class ChatClient:
             self.stats.format_fallbacks.append(self._format)
         return True
 
-    async def _send(self, messages: list[dict[str, str]]) -> Completion:
-        kwargs = self._request(messages)
+    async def _send(self, messages: list[dict[str, str]]) -> Completion | None:
+        """One HTTP request. None when the endpoint rejected the response format and a simpler one is
+        to be tried (``auto`` only); the format is read inside the semaphore, so with concurrency 1 a
+        rejected format is sent exactly once."""
         async with self._semaphore:
             self.stats.attempts += 1
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            fmt = self._format
             try:
-                response = await self._client.chat.completions.create(**kwargs)
+                response = await self._client.chat.completions.create(**self._request(messages, fmt))
+            except openai.APIError as err:
+                if self._step_down_format(err, fmt):
+                    return None
+                raise
             finally:
                 self.stats.in_flight -= 1
         content = (response.choices[0].message.content or "") if response.choices else ""
@@ -150,17 +157,16 @@ class ChatClient:
         rng = derive_rng(self.seed, "paraphrase", "backoff", key)
         retries = 0
         while True:
-            sent = self._format
             try:
-                return await self._send(messages)
+                done = await self._send(messages)
+                if done is not None:
+                    return done
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as err:
                 raise ConfigError(
                     "paraphrase.model", f"the endpoint refused the request ({err.status_code}): {err.message}",
                     allowed="a model the endpoint serves and a valid key",
                 ) from err  # fmt: skip
             except openai.APIError as err:
-                if self._step_down_format(err, sent):
-                    continue
                 reason = _retry_reason(err)
                 if reason is None or retries >= self.config.max_retries:
                     self.stats.failed_requests += 1

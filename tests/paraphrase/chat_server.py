@@ -205,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
-            if not self.path.endswith("/chat/completions"):
+            if self.path not in ("/v1/chat/completions", "/chat/completions"):
                 status, payload, headers = 404, _error(f"no route {self.path}", "not_found"), {}
             else:
                 status, payload, headers = owner.reply(body)

@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from eqagen.paraphrase.prompts import (
+    ReplyFormatError,
+    build_messages,
+    example_pool,
+    parse_reply,
+    pick_examples,
+    render_item,
+    with_retry,
+)
+from eqagen.paraphrase.validator import derive_facts
+from tests.paraphrase.fixtures import generated_records, sample_records
+
+GOOD = {"question": "How many mugs?", "answer": "Three."}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        json.dumps(GOOD),
+        "Sure! ```json\n" + json.dumps(GOOD) + "\n``` Anything else?",
+        "Here you go: " + json.dumps(GOOD) + " (rewritten)",
+        '{"Question": "How many mugs?", "Answer": "Three."}',
+        "Question: How many mugs?\nAnswer: Three.",
+    ],
+)
+def test_tolerant_parsing_finds_the_pair(reply):
+    assert parse_reply(reply) == ("How many mugs?", "Three.")
+
+
+def test_braces_inside_strings_do_not_confuse_the_object_scanner():
+    reply = 'noise {"question": "What is {x}?", "answer": "a \\"quoted\\" }"} tail'
+    assert parse_reply(reply) == ("What is {x}?", 'a "quoted" }')
+
+
+@pytest.mark.parametrize("reply", ['{"question": "How many mugs?", "answer": ', "I cannot help", '{"q": 1}', ""])
+def test_malformed_replies_raise_with_what_was_wrong(reply):
+    with pytest.raises(ReplyFormatError, match="malformed reply"):
+        parse_reply(reply)
+
+
+def test_few_shot_examples_come_from_train_seeded_and_never_the_item_itself():
+    records = generated_records(30, seed=1, split="train") + generated_records(10, seed=2, split="val")
+    pool = example_pool(records)
+    assert {r.split for r in pool} == {"train"}
+    target = records[3]
+    chosen = pick_examples(target, pool, 4, seed=7)
+    assert len(chosen) == 4 and target not in chosen
+    assert [r.question_id for r in chosen] == [r.question_id for r in pick_examples(target, pool, 4, seed=7)]
+    draws = {tuple(r.question_id for r in pick_examples(target, pool, 4, seed=s)) for s in range(10)}
+    assert len(draws) > 5  # the seed matters
+    assert sum(r.query_type == target.query_type for r in chosen) >= 2  # half share the query type
+
+
+def test_pool_falls_back_to_all_records_before_splitting():
+    records = generated_records(5, seed=1)
+    assert len(example_pool(records)) == 5
+    assert pick_examples(records[0], example_pool(records[:1]), 3, seed=0) == []
+
+
+def test_messages_hold_system_shots_and_the_item_with_its_facts():
+    record = sample_records()[0]
+    item = derive_facts(record)
+    text = render_item(record, item)
+    assert "Template question: How many mugs are on the countertop (x=0.46, y=0.15, z=-0.83)?" in text
+    assert "coordinate (0.46, 0.15, -0.83) (in the question)" in text
+    messages = build_messages(record, item, [])
+    assert [m["role"] for m in messages] == ["system", "user"]
+    retried = with_retry(messages, "{bad", ["dropped number '3' from the answer"])
+    assert [m["role"] for m in retried] == ["system", "user", "assistant", "user"]
+    assert "dropped number '3' from the answer" in retried[-1]["content"]
