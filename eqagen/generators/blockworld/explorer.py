@@ -133,7 +133,7 @@ class _Walker:
 
     def turn(self, d_yaw: float, d_pitch: float = 0.0) -> None:
         self.yaw = float((self.yaw + d_yaw) % 360.0)
-        self.pitch = float(np.clip(self.pitch + d_pitch, -90.0, 90.0))
+        self.pitch = min(90.0, max(-90.0, self.pitch + d_pitch))
         self.run = 0
         self.rec.record(minerl_action((d_pitch, d_yaw)), self.feet(self.node), self.yaw, self.pitch)
 

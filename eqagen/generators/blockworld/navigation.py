@@ -31,16 +31,6 @@ def standable_mask(world: BlockWorld) -> np.ndarray:
     return out
 
 
-def _shift(a: np.ndarray, dx: int, dy: int, dz: int, fill: bool) -> np.ndarray:
-    """``out[x, y, z] = a[x + dx, y + dy, z + dz]`` (``fill`` outside the array)."""
-    out = np.full_like(a, fill)
-    sx, sy, sz = a.shape
-    src = tuple(slice(max(d, 0), n + min(d, 0)) for d, n in zip((dx, dy, dz), (sx, sy, sz)))
-    dst = tuple(slice(max(-d, 0), n + min(-d, 0)) for d, n in zip((dx, dy, dz), (sx, sy, sz)))
-    out[dst] = a[src]
-    return out
-
-
 @dataclass
 class WalkGraph:
     cells: np.ndarray  # [N, 3] standable voxels
@@ -61,29 +51,37 @@ class WalkGraph:
         return int(cand[int(np.argmin(d))])
 
 
+def _lookup(a: np.ndarray, cells: np.ndarray, offset: tuple[int, int, int], fill) -> np.ndarray:
+    """``a[cell + offset]`` for every cell, ``fill`` outside the array."""
+    p = cells + np.asarray(offset)
+    ok = np.all((p >= 0) & (p < np.asarray(a.shape)), axis=1)
+    out = np.full(len(cells), fill, dtype=a.dtype)
+    out[ok] = a[p[ok, 0], p[ok, 1], p[ok, 2]]
+    return out
+
+
 def build_walk_graph(world: BlockWorld) -> WalkGraph:
     stand = standable_mask(world)
     passable = world.palette.passable_table()[world.blocks]
     cells = np.argwhere(stand)
     index = np.full(stand.shape, -1, dtype=np.int32)
     index[tuple(cells.T)] = np.arange(len(cells), dtype=np.int32)
-    head = _shift(passable, 0, 2, 0, True)  # headroom for a jump
+    ids = np.arange(len(cells), dtype=np.int32)
+    head = _lookup(passable, cells, (0, 2, 0), True)  # headroom for a jump
     src_all, dst_all = [], []
     for dx, dz in STEPS:
         for dy in range(-_MAX_DROP, 2):
-            ok = stand & _shift(stand, dx, dy, dz, False)
+            dst = _lookup(index, cells, (dx, dy, dz), -1)
+            ok = dst >= 0
             if dy == 1:
                 ok &= head
-            for k in range(dy + 1, 2):  # the column the player passes through when dropping
-                if dy < 0:
-                    ok &= _shift(passable, dx, k, dz, True)
-            src = np.argwhere(ok)
-            if len(src):
-                src_all.append(index[tuple(src.T)])
-                dst_all.append(index[src[:, 0] + dx, src[:, 1] + dy, src[:, 2] + dz])
-    src = np.concatenate(src_all) if src_all else np.zeros(0, np.int32)
-    dst = np.concatenate(dst_all) if dst_all else np.zeros(0, np.int32)
-    graph = csr_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(len(cells), len(cells)))
+            for k in range(dy + 1, 2) if dy < 0 else ():  # the column passed through when dropping
+                ok &= _lookup(passable, cells, (dx, k, dz), True)
+            src_all.append(ids[ok])
+            dst_all.append(dst[ok])
+    src, dst = np.concatenate(src_all), np.concatenate(dst_all)
+    # float64 weights: csgraph converts any other dtype on every call
+    graph = csr_matrix((np.ones(len(src), np.float64), (src, dst)), shape=(len(cells), len(cells)))
     return WalkGraph(cells, index, graph)
 
 

@@ -85,7 +85,7 @@ def _chest_entities(world: BlockWorld) -> list[WorldEntity]:
         centre = np.asarray(c.position, float) + 0.5
         items = ",".join(f"{i.split(':')[-1]}:{n}" for i, n in c.items)
         attrs = _base_attrs(world, "container", centre) | {"material": "wood", "items": items}
-        samples = centre + np.array([[0, 0.45, 0], [0.45, 0, 0], [-0.45, 0, 0], [0, 0, 0.45], [0, 0, -0.45]])
+        samples = centre + np.array([[0, 0.45, 0], [0.45, 0, 0.45], [-0.45, 0, -0.45]])
         out.append(
             WorldEntity("chest", ",".join(map(str, c.position)), attrs, ("openable", "receptacle"), centre, samples)
         )
@@ -193,7 +193,7 @@ def _regions(world: BlockWorld, frame: FrameTransform) -> list[Region]:
 
 def _blocks_seen_counts(world: BlockWorld, feet: np.ndarray, yaw: np.ndarray, pitch: np.ndarray) -> dict[str, int]:
     occluding = ~world.palette.see_through_table()[world.blocks]
-    every = slice(None, None, 4)
+    every = slice(None, None, 6)
     voxels = blocks_seen(occluding, feet[every], yaw[every], pitch[every])
     ids = world.blocks[voxels[:, 0], voxels[:, 1], voxels[:, 2]] if len(voxels) else np.zeros(0, int)
     counts = Counter(base_name(world.palette.states[i]) for i in ids.tolist())

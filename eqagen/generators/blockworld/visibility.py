@@ -21,7 +21,7 @@ EYE_HEIGHT = 1.62
 
 @dataclass(frozen=True)
 class ViewParams:
-    max_distance: float = 48.0
+    max_distance: float = 40.0
     half_fov_h: float = 50.0
     half_fov_v: float = 35.0
     sample_step: float = 0.5
@@ -60,11 +60,11 @@ def line_of_sight(occluding: np.ndarray, eyes: np.ndarray, points: np.ndarray, p
     pair = np.repeat(np.arange(len(eyes)), n)
     k = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
     frac = (k + 0.5) * params.sample_step / np.maximum(dist[pair], 1e-9)
-    samples = np.floor(eyes[pair] + d[pair] * frac[:, None]).astype(np.int64)
-    inside = np.all((samples >= 0) & (samples < np.asarray(occluding.shape)), axis=1)
-    hit = np.zeros(len(samples), dtype=bool)
-    s = samples[inside]
-    hit[inside] = occluding[s[:, 0], s[:, 1], s[:, 2]]
+    samples = np.floor(eyes[pair] + d[pair] * frac[:, None]).astype(np.int32)
+    shape = np.asarray(occluding.shape, dtype=np.int32)
+    inside = np.all((samples >= 0) & (samples < shape), axis=1)
+    flat = (samples[:, 0] * shape[1] + samples[:, 1]) * shape[2] + samples[:, 2]
+    hit = inside & occluding.reshape(-1)[np.where(inside, flat, 0)]
     blocked = np.zeros(len(eyes), dtype=bool)
     np.logical_or.at(blocked, pair[hit], True)
     return ~blocked
@@ -106,10 +106,11 @@ def blocks_seen(
     dirs = view_directions(ray_yaw, ray_pitch).reshape(-1, 3)
     eyes = np.repeat(feet + np.array([0.0, EYE_HEIGHT, 0.0]), fan[0] * fan[1], axis=0)
     ts = np.arange(params.sample_step, max_range, params.sample_step)
-    samples = np.floor(eyes[:, None, :] + dirs[:, None, :] * ts[None, :, None]).astype(np.int64)
-    inside = np.all((samples >= 0) & (samples < np.asarray(occluding.shape)), axis=2)
-    clipped = np.clip(samples, 0, np.asarray(occluding.shape) - 1)
-    hit = occluding[clipped[..., 0], clipped[..., 1], clipped[..., 2]] & inside
+    samples = np.floor(eyes[:, None, :] + dirs[:, None, :] * ts[None, :, None]).astype(np.int32)
+    shape = np.asarray(occluding.shape, dtype=np.int32)
+    inside = np.all((samples >= 0) & (samples < shape), axis=2)
+    flat = (samples[..., 0] * shape[1] + samples[..., 1]) * shape[2] + samples[..., 2]
+    hit = inside & occluding.reshape(-1)[np.where(inside, flat, 0)]
     any_hit = hit.any(axis=1)
     first = np.argmax(hit, axis=1)
     voxels = samples[np.flatnonzero(any_hit), first[any_hit]]
