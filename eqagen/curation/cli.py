@@ -1,0 +1,70 @@
+"""``eqagen resplit IN --out OUT [--ratios 0.7,0.15,0.15] [--unseen-fraction 0.5] [--seed N]
+[--by scene|question] [--split-file F]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from eqagen.core import ConfigError
+from eqagen.curation.config import SplitConfig
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "resplit",
+        help="re-split an existing dataset (content unchanged, checksums verified first)",
+        description="Assign new train/val/test splits to an existing output directory and write the result "
+        "to a new directory. The input's manifest checksums are verified first; questions and episodes "
+        "are unchanged.",
+    )
+    parser.add_argument("input", type=Path, metavar="IN", help="an eqagen output directory")
+    parser.add_argument("--out", type=Path, required=True, help="a new (or empty) directory")
+    parser.add_argument("--ratios", default="0.7,0.15,0.15", help="train,val,test shares (default 0.7,0.15,0.15)")
+    parser.add_argument(
+        "--unseen-fraction", type=float, default=0.5, help="share of val and test from scenes unseen in train"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--by", choices=("question", "scene"), default="question", help="unit of the split")
+    parser.add_argument("--split-file", type=Path, help="scene -> split (JSON, CSV or TSV): reproduce a split")
+    parser.set_defaults(func=run_resplit)
+
+
+def parse_ratios(text: str) -> tuple[float, float, float]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError as err:
+        raise ConfigError("--ratios", f"'{text}' is not three comma-separated numbers", "e.g. 0.7,0.15,0.15") from err
+    if len(values) != 3:
+        raise ConfigError("--ratios", f"expected three numbers, got {len(values)}", "e.g. 0.7,0.15,0.15")
+    return values  # type: ignore[return-value]
+
+
+def config_from_args(args: argparse.Namespace) -> SplitConfig:
+    try:
+        return SplitConfig(
+            ratios=parse_ratios(args.ratios),
+            unseen_fraction=args.unseen_fraction,
+            by=args.by,
+            split_file=args.split_file,
+        )
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "resplit"
+        raise ConfigError(key, first["msg"]) from err
+
+
+def run_resplit(args: argparse.Namespace) -> int:
+    from eqagen.curation.resplit import resplit
+
+    config = config_from_args(args)
+    stats = resplit(args.input, args.out, config, args.seed)
+    fractions = ", ".join(f"{k} {v:.3f}" for k, v in stats["fraction"].items())
+    unseen = ", ".join(f"{k} {v:.3f}" for k, v in stats["unseen_share"].items() if k != "train" and v is not None)
+    print(f"re-split {stats['records']} questions into {args.out}: {fractions}; unseen share: {unseen}")
+    for warning in stats["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
