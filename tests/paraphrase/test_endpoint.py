@@ -30,8 +30,8 @@ def test_only_fact_preserving_paraphrases_are_marked_validated(tmp_path):
         q[7]: ["fenced"],  # JSON in prose and a code fence
         q[8]: ["change", "good"],  # rejected, then fixed
     }
-    with ScriptedChatServer(script, slow_s=1.2) as server:
-        cfg = config(server, tmp_path, timeout_s=0.4, max_retries=2, max_attempts=3)
+    with ScriptedChatServer(script, slow_s=4.0) as server:
+        cfg = config(server, tmp_path, timeout_s=1.5, max_retries=2, max_attempts=3)
         result = paraphrase_records(records, cfg, seed=3)
         good_replies = {(qq, aa) for _, behavior, qq, aa in server.sent if behavior in ("good", "fenced", "slow")}
         bad_replies = {(qq, aa) for _, behavior, qq, aa in server.sent if behavior in ("drop", "change")}
