@@ -33,6 +33,7 @@ class Walk:
     yaw: list[float] = field(default_factory=list)  # native degrees in [0, 360)
     pitch: list[float] = field(default_factory=list)
     goals: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # per step, "" where it succeeded (empty: all did)
 
     def __len__(self) -> int:
         return len(self.actions)

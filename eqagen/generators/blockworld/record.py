@@ -4,8 +4,7 @@ Entities are the world's mobs, chests, structures and plants (trees, cacti, neth
 attributes (category, biome, quadrant, material, the structure they are inside, a chest's items).
 Mobs stand still while the player walks (no mob AI is simulated), so positions are constant; the
 timeline's ``visible`` field says which entities the player could see at each step. Events are
-``enter_structure``/``exit_structure`` (the player's feet inside a structure's box) and ``see`` (the
-first step an entity is visible). Regions are the structures and the four quadrants. The world's
+``enter_structure``/``exit_structure`` (the player's feet entering or leaving a structure's box). Regions are the structures and the four quadrants. The world's
 ground truth (biome, block counts, mobs, plants and structures per quadrant, blocks seen) is kept in
 ``episode.meta`` so every answer can be recomputed from the episode alone.
 """
@@ -225,16 +224,16 @@ def walk_to_episode(
             "parent": Timeline.from_dense({"p": np.full((1, n), -1, np.int32)}).changes["p"],
         },
     )
-    first_seen = [(int(np.argmax(visible[:, k])), "see", k, -1) for k in range(n) if visible[:, k].any()]
-    events = number_events(_structure_events(world, ents, feet) + first_seen)
+    events = number_events(_structure_events(world, ents, feet))
+    errors = list(walk.errors) if walk.errors else [""] * t_len
     pose = np.column_stack([frame.to_episode(origin + feet), frame.yaw_to_episode(yaw), pitch]).astype(np.float32)
     steps = Steps(
         action=list(walk.actions),
         target=np.full(t_len, -1, np.int32),
         receptacle=np.full(t_len, -1, np.int32),
         args=list(walk.args),
-        success=np.ones(t_len, bool),
-        error=[""] * t_len,
+        success=np.array([not e for e in errors], dtype=bool),
+        error=errors,
         pose=pose,
         held=np.full(t_len, -1, np.int32),
     )
