@@ -141,7 +141,7 @@ def placeholder_split(table: pa.Table, section: Any, seed: int) -> tuple[pa.Tabl
     table = table.set_column(table.schema.get_field_index("split"), table.schema.field("split"), column)
     return table, {
         "implementation": "placeholder",
-        "per_split": {n: int((which == k).sum()) for k, n in enumerate(names)},
+        "per_split": {n: int(sizes[which == k].sum()) for k, n in enumerate(names)},
     }
 
 

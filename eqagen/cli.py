@@ -1,0 +1,154 @@
+"""The ``eqagen`` command.
+
+``eqagen generate PRESET_OR_CONFIG --out DIR [--seed N] [--set key=value ...] [--runner KIND]``,
+``eqagen presets`` and ``eqagen --version`` live here; other parts add their subcommands by putting
+their module in :data:`SUBCOMMAND_MODULES` (each exposes ``register(subparsers)``). A listed module
+that is not installed is skipped, so one missing part never breaks the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import shutil
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from eqagen.core import EqagenError
+
+SUBCOMMAND_MODULES = [
+    "eqagen.curation.audit_cli",
+]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("eqagen")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def register_generate(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("generate", help="generate a dataset from a preset or a YAML config")
+    p.add_argument("config", help="a preset name (see `eqagen presets`) or a path to a YAML config")
+    p.add_argument("--out", type=Path, required=True, help="output directory (created; a rerun resumes)")
+    p.add_argument("--seed", type=int, help="override the config's seed")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set generation.n_episodes=100 (repeatable)")  # fmt: skip
+    p.add_argument("--runner", choices=["local", "processes", "dask", "inline"],
+                   help="local: Prefect, thread pool; processes: Prefect, process pool; dask: Prefect on Dask; "
+                   "inline: plain Python without Prefect")  # fmt: skip
+    p.add_argument("--workers", type=int, help="parallel workers of the task runner")
+    p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
+    p.add_argument("--fresh", action="store_true", help="ignore checkpoints of an earlier, interrupted run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run_generate)
+
+
+def register_presets(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("presets", help="list the presets and what each makes")
+    p.add_argument("name", nargs="?", help="show one preset's full YAML")
+    p.set_defaults(func=run_presets)
+
+
+def run_presets(args: argparse.Namespace) -> int:
+    from eqagen.config import preset_names, read_preset, resolved, validate_config
+
+    if args.name:
+        from importlib import resources
+
+        print((resources.files("eqagen") / "presets" / f"{args.name.removesuffix('.yaml')}.yaml").read_text(), end="")
+        return 0
+    for name in preset_names():
+        config = validate_config(read_preset(name), f"preset {name}")
+        g = resolved(config)["generation"]
+        print(f"{name:16s} {config.description}")
+        print(f"{'':16s} {g['family']}/{g['backend']}, {g['n_episodes']} episodes, <= {g['max_steps']} steps")
+    return 0
+
+
+def _config_overrides(args: argparse.Namespace) -> list[str]:
+    extra = list(args.overrides)
+    if args.runner:
+        extra.append(f"runner.kind={args.runner}")
+    if args.workers:
+        extra.append(f"runner.workers={args.workers}")
+    if args.address:
+        extra.append(f"runner.address={args.address}")
+    if args.no_progress:
+        extra.append("runner.progress=false")
+    return extra
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from eqagen.config import load_config
+    from eqagen.flows.checkpoints import STATE_DIR
+    from eqagen.flows.progress import BatchProgress, print_summary
+
+    config = load_config(args.config, _config_overrides(args), seed=args.seed)
+    out_dir = args.out.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.fresh:
+        shutil.rmtree(out_dir / STATE_DIR / "batches", ignore_errors=True)
+    n_batches = math.ceil(config.generation.n_episodes / config.generation.batch_size)
+    start = time.perf_counter()
+    with BatchProgress(n_batches, enabled=config.runner.progress) as progress:
+        summary = _run(config, out_dir, progress.advance)
+    print_summary(summary, config, time.perf_counter() - start)
+    return 0
+
+
+def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
+    if config.runner.kind == "inline":
+        from eqagen.flows.pipeline import generate_inline
+
+        return generate_inline(config, out_dir, on_batch=on_batch)
+    from eqagen.flows.checkpoints import STATE_DIR
+    from eqagen.flows.server import apply_prefect_environment
+
+    home = out_dir / STATE_DIR / "prefect"
+    apply_prefect_environment(home)  # before prefect is imported
+    from eqagen.flows.generate import run_with_prefect
+
+    return run_with_prefect(config, out_dir, home, on_batch)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eqagen", description="Synthetic embodied-question-answering datasets.")
+    parser.add_argument("--version", action="version", version=f"eqagen {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    register_generate(subparsers)
+    register_presets(subparsers)
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name and name.startswith(err.name):
+                continue  # that part is not installed
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except EqagenError as err:
+        print(f"eqagen: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("eqagen: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

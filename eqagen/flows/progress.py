@@ -1,0 +1,70 @@
+"""Progress bars for the batched stages and the end-of-run summary (on stderr and stdout, via rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from eqagen.flows.pipeline import RunSummary
+
+
+class BatchProgress:
+    """``with BatchProgress(n) as p: ... p.advance()`` once per finished (or resumed) batch."""
+
+    def __init__(self, total: int, enabled: bool = True):
+        self.enabled = enabled
+        self.progress = Progress(
+            TextColumn("[bold]episodes + programs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("batches"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=not enabled,
+        )
+        self.task = self.progress.add_task("batches", total=total)
+
+    def advance(self, _: Any = None) -> None:
+        self.progress.advance(self.task)
+
+    def __enter__(self) -> BatchProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+def stage_table(summary: RunSummary) -> Table:
+    table = Table(title="time per stage", show_edge=False)
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    if summary.server_seconds:
+        table.add_row("prefect server start", f"{summary.server_seconds:.2f}")
+    for stage, secs in summary.stage_seconds.items():
+        table.add_row(stage, f"{secs:.2f}")
+    table.add_row("orchestration (all)", f"{summary.orchestration_seconds:.2f} ({summary.orchestration_share:.0%})")
+    table.add_row("[bold]wall", f"[bold]{summary.wall_seconds:.2f}")
+    return table
+
+
+def print_summary(summary: RunSummary, config: Any, elapsed: float) -> None:
+    console = Console()
+    c = summary.counts
+    per_split = ", ".join(f"{k} {v:,}" for k, v in c.get("questions", {}).items())
+    resumed = f" ({summary.batches_resumed} resumed from checkpoints)" if summary.batches_resumed else ""
+    console.print(
+        f"[bold]eqagen generate {config.name}[/] seed {config.seed}, runner {summary.runner}: "
+        f"{summary.batches_total} batches{resumed}"
+    )
+    console.print(
+        f"{c.get('episodes', 0):,} episodes ({c.get('steps', 0):,} steps), {c.get('candidates', 0):,} candidate "
+        f"questions -> {c.get('questions_total', 0):,} questions ({per_split})"
+    )
+    console.print(stage_table(summary))
+    console.print(f"done in {elapsed:.1f} s; output: {summary.out_dir}")
+    console.print("  questions/split=*/part-*.parquet, episodes/part-*.parquet, manifest.json, stats.json")

@@ -1,0 +1,22 @@
+"""The pipeline tests run on the fixture backend and sampler (tests/outputs/builders.py), so they test
+the orchestration alone; the end-to-end tests use the real household backend and question engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from eqagen.config import load_config
+from eqagen.generators import register_backend
+from tests.outputs.builders import FixtureBackend
+
+register_backend("household", "fixture")(FixtureBackend)
+
+
+@pytest.fixture
+def small_config():
+    def make(*overrides: str, seed: int | None = None):
+        base = ["generation.backend=fixture", "generation.n_episodes=23", "generation.batch_size=5",
+                "output.rows_per_shard=17", "runner.kind=inline", "runner.progress=false"]  # fmt: skip
+        return load_config("demo", [*base, *overrides], seed=seed)
+
+    return make
