@@ -23,16 +23,20 @@ from scipy.sparse.csgraph import dijkstra
 from eqagen.generators.household.scene import GRID_SIZE
 from eqagen.generators.household.tasks import KNIVES, AlfredTask, GoalChecker
 from eqagen.generators.household.world import (
-    _DIRS,
+    _SIN_COS,
     CAMERA_HEIGHT,
     HORIZON_MAX,
     HORIZON_MIN,
     HORIZON_STEP,
     ActionResult,
     HouseholdWorld,
+    dense_index,
+    neighbours,
 )
 
 Action = tuple[str, int, int]
+BLOCKED_COST = 1e6
+MISS_PATCH = 3  # cells per side of the patches the obstacle map misses together
 Behaviour = Generator[Action, ActionResult, bool]
 
 
@@ -41,9 +45,11 @@ class AgentConfig:
     """FILM's character in numbers (defaults tuned so ALFRED-like success and failure rates come out)."""
 
     max_failures: int = 10  # ALFRED's evaluation stops after 10 failed API actions
-    phantom_free: float = 0.12  # share of blocked cells next to free space the map believes free
+    phantom_free: float = 0.3  # chance that a seen obstacle cell stays unmapped (depth noise)
+    obstacle_range: float = 2.0  # how far the obstacle map reaches (metres)
     mislocate: float = 0.3  # share of objects whose mapped position is off
     mislocate_m: float = 0.55  # how far off (metres)
+    eager: float = 0.25  # chance of trying an interaction from the edge of FILM's threshold
     forget_open: float = 0.3  # chance of putting into a closed receptacle without opening it
     map_range: float = 3.5  # the semantic map sees objects this far (metres)
     explore_goals_before_opening: int = 3
@@ -113,43 +119,80 @@ def _put(
 
 
 class _Map:
-    """The agent's map of free space: the true reachable cells plus some 'phantom' cells it wrongly
-    believes free, as a sparse graph for shortest paths."""
+    """The agent's map of free space, as a sparse graph for shortest paths.
+
+    Like FILM's obstacle map it starts with every cell of the room believed free and marks a cell
+    blocked when the camera sees it (a floor cell in view, within ``obstacle_range``) or when the
+    agent bumps into it. Depth perception is imperfect: a seen obstacle cell stays unmapped with
+    probability ``phantom_free``, so the planner sometimes routes through furniture and collides.
+    """
 
     def __init__(self, world: HouseholdWorld, rng: np.random.Generator, cfg: AgentConfig):
-        g = world.grid
-        phantoms = set()
-        for i, j in map(tuple, g.ij):
-            for di, dj in _DIRS:
-                c = (int(i + di), int(j + dj))
-                if c not in g.lookup:
-                    phantoms.add(c)
-        ph = sorted(phantoms)
-        keep = rng.random(len(ph)) < cfg.phantom_free
-        self.ij = np.vstack([g.ij, np.array(ph, dtype=np.int64).reshape(-1, 2)[keep]])
-        self.n_real = len(g.ij)
-        self.lookup = {(int(i), int(j)): k for k, (i, j) in enumerate(self.ij)}
+        cache = world.scene.cache
+        if "agent_map" not in cache:
+            cache["agent_map"] = _map_structure(world)
+        self.ij, self.n_real, self.neighbour, self.lookup, block = cache["agent_map"]
         self.xz = self.ij * GRID_SIZE
+        self.cfg = cfg
         self.blocked = np.zeros(len(self.ij), dtype=bool)
-        self.neighbour = np.full((len(self.ij), 4), -1, dtype=np.int64)
-        for k, (i, j) in enumerate(self.ij):
-            for d, (di, dj) in enumerate(_DIRS):
-                self.neighbour[k, d] = self.lookup.get((int(i + di), int(j + dj)), -1)
+        self.pending = np.flatnonzero(np.arange(len(self.ij)) >= self.n_real)  # obstacles not yet seen
+        # Misses come in patches (a low table, a dark corner), not single cells, so paths cross them.
+        self.misses = (rng.random(int(block.max()) + 1) < cfg.phantom_free)[block]
+        self.version = 0
         self._build_graph()
 
+    def observe(self, x: float, z: float, yaw: float, horizon: float, eye: float) -> None:
+        """Map the obstacle cells now in view (floor visible from ``near`` metres, up to the range)."""
+        if len(self.pending) == 0:
+            return
+        c = self.xz[self.pending] - (x, z)
+        sy, cy = _SIN_COS[int(yaw) % 360]
+        fwd = c[:, 0] * sy + c[:, 1] * cy
+        right = c[:, 0] * cy - c[:, 1] * sy
+        lowest = min(horizon + 45.0, 89.0)
+        near = eye / np.tan(np.deg2rad(lowest)) if lowest > 0 else np.inf
+        seen = (np.abs(right) <= fwd) & (fwd >= near - GRID_SIZE / 2) & (fwd <= self.cfg.obstacle_range)
+        if not seen.any():
+            return
+        newly = self.pending[seen]
+        self.pending = self.pending[~seen]
+        mapped = newly[~self.misses[newly]]
+        if len(mapped):
+            self.blocked[mapped] = True
+            self._build_graph()
+
     def _build_graph(self) -> None:
-        src, dst = np.nonzero(self.neighbour >= 0)
-        tgt = self.neighbour[src, dst]
-        ok = ~self.blocked[src] & ~self.blocked[tgt]
-        n = len(self.ij)
-        self.graph = csr_matrix((np.ones(int(ok.sum())), (src[ok], tgt[ok])), shape=(n, n))
+        """Edges into or out of a blocked cell get a prohibitive weight (cheaper than rebuilding the graph)."""
+        if not hasattr(self, "graph"):
+            src, dst = np.nonzero(self.neighbour >= 0)
+            n = len(self.ij)
+            self.graph = csr_matrix((np.ones(len(src)), (src, self.neighbour[src, dst])), shape=(n, n))
+            self._edge_src = np.repeat(np.arange(n), np.diff(self.graph.indptr))
+        g = self.graph
+        g.data = np.where(self.blocked[self._edge_src] | self.blocked[g.indices], BLOCKED_COST, 1.0)
+        self.version += 1
 
     def block(self, k: int) -> None:
         self.blocked[k] = True
+        self.pending = self.pending[self.pending != k]
         self._build_graph()
 
     def distances_from(self, cells: list[int] | int) -> np.ndarray:
-        return dijkstra(self.graph, indices=cells, unweighted=True, min_only=True)
+        dist = dijkstra(self.graph, indices=cells, min_only=True)
+        dist[dist >= BLOCKED_COST] = np.inf
+        return dist
+
+
+def _map_structure(world: HouseholdWorld) -> tuple[np.ndarray, int, np.ndarray, dict, np.ndarray]:
+    """Reachable cells, then every unreachable cell of the room's bounding box (phantom candidates: FILM
+    plans through space it has not mapped as blocked), with neighbours."""
+    g = world.grid
+    grid, lo = dense_index(g.ij, pad=1)
+    other = np.argwhere(grid < 0)
+    ij = np.vstack([g.ij, other + lo])
+    lookup = {(int(i), int(j)): k for k, (i, j) in enumerate(ij.tolist())}
+    block = np.unique(np.floor_divide(ij, MISS_PATCH), axis=0, return_inverse=True)[1].reshape(-1)
+    return ij, len(g.ij), neighbours(ij), lookup, block
 
 
 class FilmAgent:
@@ -166,13 +209,15 @@ class FilmAgent:
         self.known = np.zeros(n, dtype=bool)
         off = rng.random(n) < self.cfg.mislocate
         ang = rng.uniform(0, 2 * np.pi, n)
-        self.noise = np.stack([np.cos(ang), np.zeros(n), np.sin(ang)], axis=1) * self.cfg.mislocate_m * off[:, None]
+        lift = rng.uniform(-0.5, 0.5, n)  # height errors tilt the camera wrongly
+        self.noise = np.stack([np.cos(ang), lift, np.sin(ang)], axis=1) * self.cfg.mislocate_m * off[:, None]
         self.bound: dict[str, int] = {}
         self.excluded: set[int] = set()
         self.searched: set[int] = set()
         self.visited = np.zeros(len(self.map.ij), dtype=bool)
         self.failures = 0
         self.stop_reason = ""
+        self._last_pose: tuple = ()
         self.types = np.array(world.types)
 
     # ------------------------------------------------------------------ driver
@@ -221,6 +266,11 @@ class FilmAgent:
         self.known |= seen
         k = self.map.lookup.get(tuple(int(v) for v in w.grid.ij[w.cell]), -1)
         self.visited[k] = True
+        if self._last_pose == (w.cell, w.yaw, w.horizon):
+            return
+        self._last_pose = (w.cell, w.yaw, w.horizon)
+        x, z = w.agent_xz
+        self.map.observe(x, z, w.yaw, w.horizon, w.agent_y + CAMERA_HEIGHT - w.scene.floor_y)
 
     # ------------------------------------------------------------------ behaviours
     def _episode(self) -> Behaviour:
@@ -252,7 +302,7 @@ class FilmAgent:
             target = yield from self._find(sg)
             if sg.bind:
                 self.bound[sg.bind] = target
-            yield from self._approach(target)
+            yield from self._approach(target, eager=tries == 0 and self.rng.random() < self.cfg.eager)
             result = yield self._interaction(sg, target)
             if result.success:
                 return "ok"
@@ -260,6 +310,8 @@ class FilmAgent:
             self.noise[target] = 0.0  # FILM re-localises the object from the new view
             if "CLOSED" in result.error:
                 return "closed"
+            if "if it's already" in result.error or "is already open" in result.error:
+                return "ok"  # the state the subgoal wanted is already there
             if "cannot be placed" in result.error or "No valid positions" in result.error or tries >= 3:
                 if not sg.use:
                     self.excluded.add(target)
@@ -344,14 +396,18 @@ class FilmAgent:
     def _believed(self, i: int) -> np.ndarray:
         return self.w.pos[i] + self.noise[i]
 
-    def _approach(self, target: int) -> Behaviour:
-        """Walk to a cell near the (believed) target, turn to it and tilt the camera onto it."""
+    def _approach(self, target: int, eager: bool = False) -> Behaviour:
+        """Walk to a cell near the (believed) target, turn to it and tilt the camera onto it.
+
+        ``eager``: stop at the edge of FILM's interaction threshold (1.25-1.75 m), often too far.
+        """
         if target == self.w.held:
             return True
         p = self._believed(target)
         d = np.hypot(self.map.xz[:, 0] - p[0], self.map.xz[:, 1] - p[2])
-        for reach in (1.0, 1.25, 1.5, 3.0):
-            goals = np.flatnonzero((d <= reach) & ~self.map.blocked)
+        near = 1.25 if eager else 0.0
+        for reach in (1.75, 3.0) if eager else (1.0, 1.25, 1.5, 3.0):
+            goals = np.flatnonzero((d <= reach) & (d > near) & ~self.map.blocked)
             if len(goals):
                 break
         yield from self._navigate(list(goals))
@@ -365,11 +421,13 @@ class FilmAgent:
         """Follow shortest paths on the believed map; on a bump, mark the cell blocked, side-step, replan."""
         if not goals:
             return False
+        dist, version = self.map.distances_from(goals), self.map.version
         for _ in range(60):
             here = self._current_node()
             if here in goals:
                 return True
-            dist = self.map.distances_from(goals)
+            if version != self.map.version:  # the map learned an obstacle: replan
+                dist, version = self.map.distances_from(goals), self.map.version
             if not np.isfinite(dist[here]):
                 return False
             nbrs = self.map.neighbour[here]

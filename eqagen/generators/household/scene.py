@@ -66,6 +66,8 @@ class HouseholdScene:
     agent_start: tuple[float, float, float, float, float]
     objects: list[SceneObject]
     source: str = "embedded"  # "embedded" (procedural) or "alfred" (a real FloorPlan)
+    # Derived static structures (navigation grid, ...) built once per scene by the world; not data.
+    cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.reachable = np.asarray(self.reachable, dtype=np.float64).reshape(-1, 2)

@@ -126,11 +126,16 @@ def _check_rules(task: AlfredTask, cat: Catalog) -> None:
         raise TaskError(f"task {t}: parent_target {parent} cannot hold {moved}")
 
 
-def _check_scene(task: AlfredTask, scene: HouseholdScene) -> None:
-    """The scene has what the task needs (objects, receptacle, knife, appliances, two instances)."""
+def type_counts(scene: HouseholdScene) -> dict[str, int]:
     counts: dict[str, int] = {}
     for o in scene.objects:
         counts[o.object_type] = counts.get(o.object_type, 0) + 1
+    return counts
+
+
+def _check_scene(task: AlfredTask, scene: HouseholdScene, counts: dict[str, int] | None = None) -> None:
+    """The scene has what the task needs (objects, receptacle, knife, appliances, two instances)."""
+    counts = counts if counts is not None else type_counts(scene)
     t = task.task_type
     need = [task.object_target, *NEEDS.get(t, ())]
     need += [n for n in (task.parent_target, task.mrecep_target, task.toggle_target) if n is not None]
@@ -143,14 +148,16 @@ def _check_scene(task: AlfredTask, scene: HouseholdScene) -> None:
         raise TaskError(f"task {t} in scene {scene.scene_id}: needs two {task.object_target}, the scene has one")
 
 
-def validate_task(task: AlfredTask, scene: HouseholdScene | None = None, cat: Catalog | None = None) -> AlfredTask:
+def validate_task(
+    task: AlfredTask, scene: HouseholdScene | None = None, cat: Catalog | None = None, counts: dict | None = None
+) -> AlfredTask:
     """Check names, required parameters, ALFRED's rules and (given a scene) feasibility; returns the task."""
     cat = cat or catalog()
     _check_names(task, cat)
     _check_required(task)
     _check_rules(task, cat)
     if scene is not None:
-        _check_scene(task, scene)
+        _check_scene(task, scene, counts)
     return task
 
 
@@ -169,9 +176,10 @@ def _candidates(task_type: str, scene: HouseholdScene, cat: Catalog) -> list[Alf
             else:
                 raw += [AlfredTask(task_type, obj, r, object_sliced=sliced) for r in receps]
     out = []
+    counts = type_counts(scene)
     for task in raw:
         try:
-            out.append(validate_task(task, scene, cat))
+            out.append(validate_task(task, scene, cat, counts))
         except TaskError:
             continue
     return out

@@ -61,6 +61,8 @@ APPLIANCE_EFFECTS = {
     "Faucet": ("SinkBasin", "clean"),
     "CoffeeMachine": ("CoffeeMachine", "fill"),
 }
+# sin and cos of every whole degree: yaw and horizon only take multiples of 15 degrees.
+_SIN_COS = [(float(np.sin(np.deg2rad(a))), float(np.cos(np.deg2rad(a)))) for a in range(360)]
 _DIRS = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]])  # (dx, dz) cells for yaw 0, 90, 180, 270
 
 
@@ -77,18 +79,30 @@ class ActionResult:
     error: str = ""
 
 
+def dense_index(ij: np.ndarray, pad: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A dense ``[W, H]`` array holding each cell's row in ``ij`` (-1 elsewhere), and its origin."""
+    lo = ij.min(axis=0) - pad
+    shape = ij.max(axis=0) - lo + pad + 1
+    grid = np.full(tuple(int(v) for v in shape), -1, dtype=np.int64)
+    grid[ij[:, 0] - lo[0], ij[:, 1] - lo[1]] = np.arange(len(ij))
+    return grid, lo
+
+
+def neighbours(ij: np.ndarray) -> np.ndarray:
+    """``[K, 4]``: the row of each cell's neighbour in the four yaw directions, -1 where none."""
+    grid, lo = dense_index(ij)
+    cells = ij - lo
+    return np.stack([grid[cells[:, 0] + di, cells[:, 1] + dj] for di, dj in _DIRS], axis=1)
+
+
 class _Grid:
     """The reachable cells and, per cell, its neighbour in each of the four yaw directions (-1: none)."""
 
     def __init__(self, reachable: np.ndarray):
         self.xz = np.asarray(reachable, dtype=np.float64)
         self.ij = np.rint(self.xz / GRID_SIZE).astype(np.int64)
-        lookup = {(int(i), int(j)): k for k, (i, j) in enumerate(self.ij)}
-        self.lookup = lookup
-        self.neighbour = np.full((len(self.xz), 4), -1, dtype=np.int64)
-        for k, (i, j) in enumerate(self.ij):
-            for d, (di, dj) in enumerate(_DIRS):
-                self.neighbour[k, d] = lookup.get((int(i + di), int(j + dj)), -1)
+        self.lookup = {(int(i), int(j)): k for k, (i, j) in enumerate(self.ij.tolist())}
+        self.neighbour = neighbours(self.ij)
 
     def cell_of(self, x: float, z: float) -> int:
         return self.lookup.get((round(x / GRID_SIZE), round(z / GRID_SIZE)), -1)
@@ -102,7 +116,9 @@ class HouseholdWorld:
         self.max_steps = max_steps
         self._build_entities(scene)
         self._build_statics()
-        self.grid = _Grid(scene.reachable)
+        if "grid" not in scene.cache:  # the grid is static: build it once per scene
+            scene.cache["grid"] = _Grid(scene.reachable)
+        self.grid = scene.cache["grid"]
         self._init_agent(scene)
         self._recorder = TimelineRecorder(max_steps + 1, self._state())
         self._init_steps(max_steps + 1)
@@ -191,6 +207,12 @@ class HouseholdWorld:
                 self.effect_target[i] = self._nearest_of_type(i, recep_type)
                 self.effect_kind[i] = kind
         # ALFRED's own bookkeeping of what was cleaned, heated and cooled (its goal conditions use these).
+        n = len(self.types)
+        self._view_slack = self.radius * np.sqrt(2.0)  # a sphere of this radius touches the frustum
+        self._closed_pad = np.zeros(n + 1, dtype=bool)
+        self._parent_pad = np.full(n + 1, n, dtype=np.int64)
+        self._hidden_stale = True
+        self._carried = np.zeros(0, dtype=np.int64)
         self.cleaned = np.zeros(len(self.types), dtype=bool)
         self.heated = np.zeros(len(self.types), dtype=bool)
         self.cooled = np.zeros(len(self.types), dtype=bool)
@@ -237,20 +259,25 @@ class HouseholdWorld:
         return np.array([x, self.agent_y + CAMERA_HEIGHT, z])
 
     def _refresh_visibility(self) -> None:
-        """Distance, field-of-view cone and closed-receptacle occlusion, vectorised over entities."""
-        d = self.pos - self.camera()
-        horiz = np.hypot(d[:, 0], d[:, 2])
-        dist = np.sqrt(horiz * horiz + d[:, 1] * d[:, 1])
-        self.eff_dist = np.maximum(dist - self.radius, 0.0)
-        r = np.deg2rad(self.yaw)
-        fwd = d[:, 0] * np.sin(r) + d[:, 2] * np.cos(r)
-        right = d[:, 0] * np.cos(r) - d[:, 2] * np.sin(r)
-        margin = np.degrees(np.arctan2(self.radius, np.maximum(dist, 1e-6)))
-        half = FIELD_OF_VIEW / 2.0 + margin
-        ang_h = np.abs(np.degrees(np.arctan2(right, fwd)))
-        ang_v = np.degrees(np.arctan2(-d[:, 1], np.maximum(horiz, 1e-6)))
-        self.in_view = (ang_h <= half) & (np.abs(ang_v - self.horizon) <= half)
-        self.hidden = self._hidden_mask()
+        """Distance, the camera's view frustum and closed-receptacle occlusion, vectorised over entities.
+
+        In camera coordinates (right, down, depth) a point is in a square 90-degree view when
+        ``max(|right|, |down|) <= depth``; an object counts while its bounding sphere touches the frustum.
+        """
+        x, z = self.grid.xz[self.cell]
+        d = self.pos - (x, self.agent_y + CAMERA_HEIGHT, z)
+        dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
+        self.eff_dist = np.sqrt(dx * dx + dy * dy + dz * dz) - self.radius
+        sy, cy = _SIN_COS[int(self.yaw) % 360]
+        sh, ch = _SIN_COS[int(self.horizon) % 360]
+        fwd = dx * sy + dz * cy
+        right = dx * cy - dz * sy
+        depth = fwd * ch - dy * sh
+        down = -dy * ch - fwd * sh
+        self.in_view = np.maximum(np.abs(right), np.abs(down)) - depth <= self._view_slack
+        if self._hidden_stale:
+            self.hidden = self._hidden_mask()
+            self._hidden_stale = False
         vis = self.flags["exists"] & self.in_view & ~self.hidden & (self.eff_dist <= VISIBILITY_DISTANCE)
         if self.held >= 0:
             vis[self.held] = True
@@ -259,8 +286,10 @@ class HouseholdWorld:
     def _hidden_mask(self) -> np.ndarray:
         """True where some ancestor receptacle (up to three levels) encloses it and is closed."""
         n = self.n_entities
-        closed = np.append(self.can["enclosing"] & ~self.flags["open"], False)
-        par = np.append(np.where(self.parent < 0, n, self.parent), n)
+        closed = self._closed_pad
+        closed[:n] = self.can["enclosing"] & ~self.flags["open"]
+        par = self._parent_pad
+        par[:n] = np.where(self.parent < 0, n, self.parent)
         p = par[:n]
         hidden = closed[p]
         for _ in range(2):
@@ -305,6 +334,7 @@ class HouseholdWorld:
             raise UnknownNameError("AI2-THOR action", action, ACTIONS)
         result = handler(self, target, receptacle)
         if result.success:
+            self._hidden_stale |= action in OBJECT_ACTIONS
             self._refresh_visibility()
         self._record(action, target, receptacle, args or {}, result)
         return result
@@ -357,12 +387,10 @@ class HouseholdWorld:
         """The held object (and what it holds) moves with the agent's hand."""
         if self.held < 0:
             return
-        r = np.deg2rad(self.yaw)
-        hand = self.camera() + np.array([0.4 * np.sin(r), -0.3, 0.4 * np.cos(r)])
-        delta = hand - self.pos[self.held]
-        moving = self._descendants_mask(self.held)
-        moving[self.held] = True
-        self.pos[moving] += delta
+        sy, cy = _SIN_COS[int(self.yaw) % 360]
+        x, z = self.grid.xz[self.cell]
+        hand = (x + 0.4 * sy, self.agent_y + CAMERA_HEIGHT - 0.3, z + 0.4 * cy)
+        self.pos[self._carried] += hand - self.pos[self.held]
 
     def _descendants_mask(self, i: int) -> np.ndarray:
         p1 = self.parent == i
@@ -394,6 +422,7 @@ class HouseholdWorld:
         self._event("pickup", i, int(self.parent[i]))
         self.parent[i] = -1
         self.held = i
+        self._carried = np.append(np.flatnonzero(self._descendants_mask(i)), i)  # contents travel along
         self._carry_held()
         return ActionResult(True)
 
