@@ -22,6 +22,7 @@ from eqagen.core import EqagenError
 
 SUBCOMMAND_MODULES = [
     "eqagen.curation.audit_cli",
+    "eqagen.generators.household.alfred.cli",
 ]
 
 

@@ -1,0 +1,135 @@
+"""Whole-root runs: expert replay and FILM mode over every trajectory of a data root, and their summaries.
+
+Both stream: one trajectory is read, run and handed on at a time; layouts are cached per floor plan.
+Episodes go to ``OUT/episodes/part-NNNNN.parquet`` (the project's episodes table, one shard per
+:data:`ROWS_PER_SHARD` episodes, each written atomically).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from eqagen.core import Episode, TaskError
+from eqagen.generators.household.alfred.catalog import SceneCatalog
+from eqagen.generators.household.alfred.film import FilmParse, lookup_parse
+from eqagen.generators.household.alfred.film_run import run_film_episode
+from eqagen.generators.household.alfred.reader import Layout, iter_trajectory_paths, read_trajectory
+from eqagen.generators.household.alfred.replay import Fidelity, load_layout_cached, replay_trajectory
+
+ROWS_PER_SHARD = 100
+
+
+def _relpath(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if root.is_dir() else path.name
+
+
+def replay_root(
+    root: str | os.PathLike[str], layouts_dir: Path, limit: int | None = None, seed: int = 0
+) -> Iterator[tuple[Episode, Fidelity]]:
+    """Replay every trajectory with an expert plan under ``root`` (sorted order)."""
+    root, layouts = Path(root), {}
+    n = 0
+    for path in iter_trajectory_paths(root):
+        if limit is not None and n >= limit:
+            return
+        traj = read_trajectory(path)
+        if not traj.has_plan:
+            continue
+        n += 1
+        yield replay_trajectory(
+            traj, load_layout_cached(layouts, traj.floor_plan, layouts_dir), _relpath(path, root), seed
+        )
+
+
+def fidelity_summary(entries: Iterable[Fidelity]) -> dict[str, Any]:
+    """Per task type and overall: trajectories, every-action-succeeded and goal-reached counts and rates."""
+    groups: dict[str, list[Fidelity]] = defaultdict(list)
+    for e in entries:
+        groups[e.task_type].append(e)
+        groups["all"].append(e)
+
+    def rates(es: list[Fidelity]) -> dict[str, Any]:
+        n = len(es)
+        ok, goal = sum(e.actions_ok for e in es), sum(e.goal_ok for e in es)
+        return {"n": n, "actions_ok": ok, "goal_ok": goal, "actions_ok_rate": round(ok / max(n, 1), 4),
+                "goal_ok_rate": round(goal / max(n, 1), 4)}  # fmt: skip
+
+    return {k: rates(v) for k, v in sorted(groups.items())}
+
+
+def film_root(
+    root: str | os.PathLike[str],
+    layouts_dir: Path,
+    parses: dict[str, FilmParse],
+    scene_catalog: SceneCatalog | None,
+    seed: int = 0,
+    max_steps: int = 250,
+    limit: int | None = None,
+) -> Iterator[tuple[str, Episode | None, str]]:
+    """FILM mode on every trajectory: (trajectory, episode or None, error text) per trajectory."""
+    root, layouts = Path(root), {}
+    for k, path in enumerate(iter_trajectory_paths(root)):
+        if limit is not None and k >= limit:
+            return
+        rel = _relpath(path, root)
+        traj = read_trajectory(path)
+        parse = lookup_parse(parses, traj.instruction(0))
+        if parse is None:
+            yield rel, None, "no FILM parse for the instruction"
+            continue
+        layout: Layout = load_layout_cached(layouts, traj.floor_plan, layouts_dir)
+        try:
+            yield rel, run_film_episode(traj, layout, parse, rel, seed, scene_catalog, max_steps), ""
+        except (TaskError, ValueError) as exc:  # a scene the agent cannot start in: counted, not fatal
+            yield rel, None, f"{type(exc).__name__}: {exc}"
+
+
+def film_stats(metas: list[dict[str, Any]], errors: int = 0) -> dict[str, Any]:
+    """FILM-mode numbers: runs, failure rate, loops, task success, parse accuracy (where truth is known)."""
+    n = len(metas)
+    judged = [m for m in metas if m.get("parse_matches_task") is not None]
+    stops = Counter(m["stop_reason"] for m in metas)
+    return {
+        "episodes_run": n,
+        "errors": errors,
+        "task_success_rate": round(sum(m["success"] for m in metas) / max(n, 1), 4),
+        "failure_rate": round(1 - sum(m["success"] for m in metas) / max(n, 1), 4),
+        "episodes_with_loops": sum(m["loops"] > 0 for m in metas),
+        "stop_reasons": dict(sorted(stops.items())),
+        "mean_steps": round(sum(m.get("n_steps", 0) for m in metas) / max(n, 1), 1),
+        "parse_accuracy": round(sum(m["parse_matches_task"] for m in judged) / len(judged), 4) if judged else None,
+        "true_goal_success_rate": round(sum(bool(m["true_goal_ok"]) for m in judged) / len(judged), 4)
+        if judged
+        else None,
+    }
+
+
+class EpisodeShardWriter:
+    """Buffers episodes and writes ``episodes/part-NNNNN.parquet`` every ``rows_per_shard`` episodes."""
+
+    def __init__(self, out_dir: Path, rows_per_shard: int = ROWS_PER_SHARD):
+        self.out_dir, self.rows_per_shard = Path(out_dir), rows_per_shard
+        self.buffer: list[Episode] = []
+        self.n_shards = 0
+        self.n_rows = 0
+
+    def add(self, episode: Episode) -> None:
+        self.buffer.append(episode)
+        if len(self.buffer) >= self.rows_per_shard:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        from eqagen.outputs.schemas import episodes_table
+        from eqagen.outputs.shards import sort_rows, write_parquet_atomic
+
+        table = sort_rows(episodes_table(self.buffer), "episode_id")
+        write_parquet_atomic(table, self.out_dir / "episodes" / f"part-{self.n_shards:05d}.parquet")
+        self.n_shards += 1
+        self.n_rows += len(self.buffer)
+        self.buffer = []
