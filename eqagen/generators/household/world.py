@@ -267,7 +267,9 @@ class HouseholdWorld:
         x, z = self.grid.xz[self.cell]
         d = self.pos - (x, self.agent_y + CAMERA_HEIGHT, z)
         dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
-        self.eff_dist = np.sqrt(dx * dx + dy * dy + dz * dz) - self.radius
+        # AI2-THOR measures visibilityDistance from the agent's central vertical axis, not from the camera
+        # (docs: concepts, "Proximity"), so height does not count: low objects right in front are in reach.
+        self.eff_dist = np.sqrt(dx * dx + dz * dz) - self.radius
         sy, cy = _SIN_COS[int(self.yaw) % 360]
         sh, ch = _SIN_COS[int(self.horizon) % 360]
         fwd = dx * sy + dz * cy
