@@ -334,6 +334,7 @@ class HouseholdWorld:
         handler = _HANDLERS.get(action)
         if handler is None:
             raise UnknownNameError("AI2-THOR action", action, ACTIONS)
+        self._forced = bool((args or {}).get("forceAction", False))  # read by PutObject's placement check
         result = handler(self, target, receptacle)
         if result.success:
             self._hidden_stale |= action in OBJECT_ACTIONS
@@ -448,7 +449,10 @@ class HouseholdWorld:
     def _check_placement(self, h: int, r: int) -> str:
         if self.can["openable"][r] and self.can["enclosing"][r] and not self.flags["open"][r]:
             return "Target openable Receptacle is CLOSED, can't place if target is closed!"
-        if not self.compatible[r, h] or r == h or self.parent[r] == h:
+        # AI2-THOR: PutObject with forceAction=True lifts the object-type placement restrictions (a knife
+        # may go into the fridge); it does not make room (allenai/ai2thor#367).
+        compatible = self.compatible[r, h] or getattr(self, "_forced", False)
+        if not compatible or r == h or self.parent[r] == h:
             return f"{self.types[h]} cannot be placed in {self.native_id[r]}"
         if int((self.parent == r).sum()) >= self.capacity[r]:
             return "No valid positions to place object found"
