@@ -454,9 +454,15 @@ class HouseholdWorld:
         compatible = self.compatible[r, h] or getattr(self, "_forced", False)
         if not compatible or r == h or self.parent[r] == h:
             return f"{self.types[h]} cannot be placed in {self.native_id[r]}"
-        if int((self.parent == r).sum()) >= self.capacity[r]:
+        if self._occupancy(r) >= self.capacity[r]:
             return "No valid positions to place object found"
         return ""
+
+    def _occupancy(self, r: int) -> int:
+        """Objects resting in ``r`` that take room: existing ones only (not a sliced whole or unspawned
+        slices), and the slices of one whole count once, as they lie where the whole lay in AI2-THOR."""
+        inside = np.flatnonzero((self.parent == r) & self.flags["exists"])
+        return len(np.unique(np.where(self.whole_of[inside] >= 0, self.whole_of[inside], inside)))
 
     def _place(self, h: int, r: int) -> None:
         """Rest ``h`` (and what it holds) in ``r`` at the next free slot of r's surface."""
