@@ -22,7 +22,10 @@ from eqagen.core import EqagenError
 
 SUBCOMMAND_MODULES = [
     "eqagen.curation.audit_cli",
+    "eqagen.curation.cli",
+    "eqagen.paraphrase.cli",
     "eqagen.generators.household.alfred.cli",
+    "eqagen.generators.blockworld.cli",
 ]
 
 
@@ -47,6 +50,7 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
     p.add_argument("--fresh", action="store_true", help="ignore checkpoints of an earlier, interrupted run")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--summary-json", type=Path, help="also write the run summary (counts, seconds per stage) here")
     p.set_defaults(func=run_generate)
 
 
@@ -100,6 +104,10 @@ def run_generate(args: argparse.Namespace) -> int:
     with BatchProgress(n_batches, enabled=config.runner.progress) as progress:
         summary = _run(config, out_dir, progress.advance)
     print_summary(summary, config, time.perf_counter() - start)
+    if args.summary_json:
+        from eqagen.outputs.manifest import write_json_atomic
+
+        write_json_atomic(summary.to_dict(), args.summary_json)
     return 0
 
 

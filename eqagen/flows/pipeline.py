@@ -59,6 +59,19 @@ class RunSummary:
     def orchestration_share(self) -> float:
         return self.orchestration_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out_dir": str(self.out_dir),
+            "runner": self.runner,
+            "counts": self.counts,
+            "batches": {"total": self.batches_total, "resumed": self.batches_resumed},
+            "stage_seconds": {k: round(v, 4) for k, v in self.stage_seconds.items()},
+            "server_seconds": round(self.server_seconds, 4),
+            "wall_seconds": round(self.wall_seconds, 4),
+            "orchestration_seconds": round(self.orchestration_seconds, 4),
+            "orchestration_share": round(self.orchestration_share, 4),
+        }
+
 
 def make_context(config: Any, out_dir: Path) -> RunContext:
     h = config_hash(config)

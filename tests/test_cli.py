@@ -1,0 +1,190 @@
+"""The ``eqagen`` command end to end: real household episodes, the real question engine, Prefect's flow.
+
+The generate runs are subprocesses, as a user runs them; their output is read back with the real
+pyarrow, pandas, DuckDB and Hugging Face ``datasets``. A run killed with SIGTERM and then SIGKILL
+midway and started again must finish with the same shards as an uninterrupted run, and leave no
+Prefect server behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eqagen.cli import SUBCOMMAND_MODULES, build_parser, main
+from eqagen.outputs.manifest import read_manifest
+
+EQAGEN = [sys.executable, "-m", "eqagen.cli"]
+# A demo with more, smaller batches so that a run can be interrupted between them.
+SMALL = ["--set", "generation.n_episodes=36", "--set", "generation.batch_size=4", "--no-progress"]
+
+
+def run_eqagen(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EQAGEN, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def shard_digests(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("part-*.parquet"))
+        if ".eqagen" not in p.parts
+    }
+
+
+def server_pids(home_under: Path) -> list[int]:
+    """Live Prefect server processes whose PREFECT_HOME lies under ``home_under`` (read from /proc)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+            state = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if b"prefect.server.api.server" in cmdline and str(home_under).encode() in environ and "Z" not in state:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    """One uninterrupted Prefect run (local thread-pool runner) of the small demo."""
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = run_eqagen("generate", "demo", "--out", str(out), *SMALL, "--summary-json", str(out.parent / "s.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "questions" in proc.stdout and str(out) in proc.stdout, "the summary says what was made and where"
+    return out
+
+
+def test_version_and_presets(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("eqagen ")
+    assert main(["presets"]) == 0
+    listing = capsys.readouterr().out
+    assert "demo" in listing and "tag-eqa" in listing and "1500 episodes" in listing
+    assert main(["presets", "tag-eqa"]) == 0 and "n_episodes: 1500" in capsys.readouterr().out
+
+
+def test_config_errors_exit_2_naming_the_key(capsys, tmp_path) -> None:
+    assert main(["generate", "demo", "--out", str(tmp_path), "--set", "generation.n_epsiodes=3"]) == 2
+    err = capsys.readouterr().err
+    assert "generation.n_epsiodes" in err and "n_episodes" in err
+    assert main(["generate", "nonexistent-preset", "--out", str(tmp_path)]) == 2
+    assert "demo" in capsys.readouterr().err
+    assert not (tmp_path / "manifest.json").exists()
+
+
+def test_other_parts_register_subcommands() -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"generate", "presets"} <= set(commands)
+    assert all(isinstance(name, str) for name in SUBCOMMAND_MODULES)
+
+
+def test_demo_output_reads_with_pyarrow_pandas_duckdb_and_datasets(demo_run) -> None:
+    import duckdb
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from datasets import load_dataset
+
+    manifest = read_manifest(demo_run)
+    counts = manifest["rows"]["questions"]
+    assert manifest["rows"]["episodes"] == 36 and manifest["rows"]["questions_total"] > 0
+    table = pq.read_table(demo_run / "questions", partitioning=None)
+    assert table.num_rows == sum(counts.values())
+    df = pd.read_parquet(demo_run / "questions", partitioning=None)
+    assert df.groupby("split").size().to_dict() == {k: v for k, v in counts.items() if v}
+    rows = duckdb.sql(
+        f"SELECT split, count(*) FROM read_parquet('{demo_run}/questions/*/*.parquet') GROUP BY split"
+    ).fetchall()
+    assert dict(rows) == {k: v for k, v in counts.items() if v}
+    steps = duckdb.sql(f"SELECT sum(len(steps.action)) FROM '{demo_run}/episodes/*.parquet'").fetchone()[0]
+    assert steps == pq.read_table(demo_run / "episodes")["n_steps"].to_numpy().sum()
+    files = {s: f"{demo_run}/questions/split={s}/*.parquet" for s in counts if counts[s]}
+    hf = load_dataset("parquet", data_files=files)
+    assert {s: hf[s].num_rows for s in hf} == {k: v for k, v in counts.items() if v}
+    assert set(hf["train"][0]["structured_answer"][0]) == {"predicate", "anchor", "result", "value"}
+
+
+def test_demo_answers_recompute_from_the_shards(demo_run) -> None:
+    from eqagen.outputs.readers import read_episodes, read_questions
+    from eqagen.predicates import evaluate
+
+    episodes = read_episodes(demo_run)
+    records = read_questions(demo_run)
+    assert records
+    for record in records[:200]:
+        groups = evaluate(episodes[record.episode_id], record.program)
+        assert [g.value for g in groups] == [g.value for g in record.structured_answer]
+
+
+def test_inline_runner_gives_the_same_bytes_as_prefect(demo_run, tmp_path) -> None:
+    out = tmp_path / "inline"
+    assert main(["generate", "demo", "--out", str(out), *SMALL, "--runner", "inline"]) == 0
+    assert shard_digests(out) == shard_digests(demo_run)
+    assert (out / "manifest.json").read_text() != "" and read_manifest(out)["shards"] == read_manifest(demo_run)[
+        "shards"
+    ]
+
+
+@pytest.mark.slow
+def test_process_pool_runner_gives_the_same_bytes(demo_run, tmp_path) -> None:
+    proc = run_eqagen("generate", "demo", "--out", str(tmp_path / "p"), *SMALL, "--runner", "processes")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert shard_digests(tmp_path / "p") == shard_digests(demo_run)
+
+
+def _start_and_interrupt(out: Path, sig: int, after_batches: int) -> tuple[int, int]:
+    """Start a run, send ``sig`` once ``after_batches`` batches are checkpointed; (exit code, batches done)."""
+    proc = subprocess.Popen([*EQAGEN, "generate", "demo", "--out", str(out), *SMALL], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list(out.glob(".eqagen/batches/*/*/DONE"))) >= after_batches:
+            proc.send_signal(sig)
+            break
+        time.sleep(0.02)
+    code = proc.wait(timeout=60)
+    return code, len(list(out.glob(".eqagen/batches/*/*/DONE")))
+
+
+def _assert_no_server_left(out: Path) -> None:
+    deadline = time.monotonic() + 10
+    while server_pids(out) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server_pids(out) == [], "the Prefect server outlived its run"
+
+
+def test_killed_runs_resume_to_the_same_shards_and_leave_no_server(demo_run, tmp_path) -> None:
+    out = tmp_path / "killed"
+    code, done = _start_and_interrupt(out, signal.SIGTERM, after_batches=1)
+    assert code == 128 + signal.SIGTERM and 1 <= done < 9, (code, done)
+    _assert_no_server_left(out)
+    code, done_after_kill = _start_and_interrupt(out, signal.SIGKILL, after_batches=done + 2)
+    assert code == -signal.SIGKILL and done_after_kill < 9, "killed before the end"
+    _assert_no_server_left(out)
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("part-*.parquet") if ".eqagen" not in p.parts], "no shard written yet"
+    proc = run_eqagen("generate", "demo", "--out", str(out), *SMALL, "--summary-json", str(tmp_path / "s.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["batches"]["resumed"] == done_after_kill >= 3
+    assert shard_digests(out) == shard_digests(demo_run)
+    _assert_no_server_left(out)
+
+
+def test_prefect_state_stays_under_the_output(demo_run) -> None:
+    home = demo_run / ".eqagen" / "prefect"
+    assert (home / "prefect.db").exists()
+    assert os.environ.get("PREFECT_HOME") is None or "prefect" in os.environ["PREFECT_HOME"]
