@@ -4,7 +4,8 @@ Entities are the world's mobs, chests, structures and plants (trees, cacti, neth
 attributes (category, biome, quadrant, material, the structure they are inside, a chest's items).
 Mobs stand still while the player walks (no mob AI is simulated), so positions are constant; the
 timeline's ``visible`` field says which entities the player could see at each step. Events are
-``enter_structure``/``exit_structure`` (the player's feet entering or leaving a structure's box). Regions are the structures and the four quadrants. The world's
+``enter_structure``/``exit_structure`` (the player's feet entering or leaving a structure's box).
+Regions are the structures and the four quadrants. The world's
 ground truth (biome, block counts, mobs, plants and structures per quadrant, blocks seen) is kept in
 ``episode.meta`` so every answer can be recomputed from the episode alone.
 """
