@@ -50,11 +50,11 @@ def test_bad_keys_and_values_name_the_key_and_the_allowed_values(override, key, 
 
 
 def test_bad_numbers_and_backends_are_errors_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match="generation.n_episodes"):
+    with pytest.raises(ConfigError, match=r"generation\.n_episodes"):
         load_config("demo", ["generation.n_episodes=0"])
-    with pytest.raises(ConfigError, match="generation.backend.*allowed: .*embedded"):
+    with pytest.raises(ConfigError, match=r"generation\.backend.*allowed: .*embedded"):
         load_config("demo", ["generation.backend=unreal"])
-    with pytest.raises(ConfigError, match="split.ratios"):
+    with pytest.raises(ConfigError, match=r"split\.ratios"):
         load_config("demo", ["split.ratios=[0.5, 0.5, 0.5]"])
 
 
