@@ -18,6 +18,7 @@ from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
 
 SIDES = ("question", "answer")
+KINDS = ("type", "number", "coordinate", "color", "state", "temporal", "ordinal", "polarity")
 NUMBER_TOL = 0.006  # numbers printed with two decimals may be re-printed with more or fewer zeros
 LOCATE_TOL = 0.051  # structure-to-template match: the template may round coordinates to one decimal
 _YES = frozenset({"yes", "true", "1"})
@@ -85,7 +86,7 @@ def _structural_types(record: QARecord) -> Structural:
         program |= _types_in(f.value) | _arg_types(f.args)
     program |= {t for g in record.structured_answer for t in _types_in(g.predicate)}
     answer = {item.type for g in record.structured_answer for item in g.result}
-    return [("type", t, "program") for t in program] + [("type", t, "answer") for t in answer - program]
+    return [("type", t, "program") for t in sorted(program)] + [("type", t, "answer") for t in sorted(answer - program)]
 
 
 def _state_of(key: str, value: str) -> str | None:
@@ -223,7 +224,9 @@ def _merge(facts: list[Fact]) -> list[Fact]:
         sides = tuple(s for s in SIDES if s in f.sides or s in old.sides)
         origin = "program" if "program" in (f.origin, old.origin) else old.origin
         merged[(f.kind, f.value)] = Fact(f.kind, old.label, f.value, origin, sides)
-    return list(merged.values())
+    # A fixed order (never set order, which changes with PYTHONHASHSEED): prompts list the facts, and
+    # the prompt text is part of the cache key.
+    return sorted(merged.values(), key=lambda f: (KINDS.index(f.kind), f.label, f.origin))
 
 
 def _allowed(facts: list[Fact], texts: dict[str, str]) -> tuple[dict[str, dict[str, set]], dict[str, list[float]]]:

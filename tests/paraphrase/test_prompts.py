@@ -72,3 +72,28 @@ def test_messages_hold_system_shots_and_the_item_with_its_facts():
     retried = with_retry(messages, "{bad", ["dropped number '3' from the answer"])
     assert [m["role"] for m in retried] == ["system", "user", "assistant", "user"]
     assert "dropped number '3' from the answer" in retried[-1]["content"]
+
+
+PROMPT_DIGEST = """
+from eqagen.core.rng import stable_hash
+from eqagen.paraphrase.prompts import build_messages
+from eqagen.paraphrase.validator import derive_facts
+from tests.paraphrase.fixtures import sample_records, generated_records
+print(stable_hash([build_messages(r, derive_facts(r), []) for r in sample_records() + generated_records(9)]))
+"""
+
+
+def test_prompts_are_byte_identical_across_processes_and_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    def digest(hash_seed: int) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
+        cmd = [sys.executable, "-c", PROMPT_DIGEST]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True).stdout
+
+    digests = {digest(s) for s in (1, 2, 3)}
+    assert len(digests) == 1
