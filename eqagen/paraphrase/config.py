@@ -50,8 +50,24 @@ class ParaphraseConfig(BaseModel):
     max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens, all requests")
     price_input_per_mtok: float = Field(0.0, ge=0.0, description="USD per million prompt tokens")
     price_output_per_mtok: float = Field(0.0, ge=0.0, description="USD per million completion tokens")
-    cache_path: Path | None = Field(None, description="sqlite cache file (None: no persistent cache)")
+    cache: bool = Field(True, description="keep responses in a persistent sqlite cache (False: in memory only)")
+    cache_path: Path | None = Field(
+        None, description="the cache file (default: $EQAGEN_CACHE_DIR or ~/.cache/eqagen, paraphrase.sqlite)"
+    )
     template_version: str = Field("1", description="bump to invalidate cached prompts")
+
+
+def resolve_cache_path(config: ParaphraseConfig) -> Path | None:
+    """Where responses persist: the configured file, else one per user (shared by every dataset, since
+    keys name the full request), or None when the cache is off."""
+    if not config.cache:
+        return None
+    if config.cache_path is not None:
+        return Path(config.cache_path).expanduser()
+    root = os.environ.get("EQAGEN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "eqagen"
+    )
+    return Path(root) / "paraphrase.sqlite"
 
 
 @dataclass(frozen=True)

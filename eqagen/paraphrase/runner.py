@@ -23,7 +23,7 @@ import pyarrow as pa
 from eqagen.core.records import Paraphrase, QARecord
 from eqagen.paraphrase.cache import ResponseCache, request_key
 from eqagen.paraphrase.client import ChatClient, RequestFailed
-from eqagen.paraphrase.config import Endpoint, ParaphraseConfig, resolve_endpoint
+from eqagen.paraphrase.config import Endpoint, ParaphraseConfig, resolve_cache_path, resolve_endpoint
 from eqagen.paraphrase.offline import offline_paraphrase
 from eqagen.paraphrase.prompts import (
     ReplyFormatError,
@@ -201,7 +201,7 @@ async def _run_llm(
     records: Sequence[QARecord], items: list[ItemFacts], config: ParaphraseConfig, seed: int,
     endpoint: Endpoint, examples: Sequence[QARecord] | None,
 ) -> tuple[list[tuple[Paraphrase, str]], dict[str, Any]]:  # fmt: skip
-    with ResponseCache(config.cache_path) as cache:
+    with ResponseCache(resolve_cache_path(config)) as cache:
         run = _LLMRun(endpoint, config, seed, examples if examples is not None else records, cache)
         results: list[tuple[Paraphrase, str] | None] = [None] * len(records)
         order = iter(range(len(records)))

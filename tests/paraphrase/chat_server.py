@@ -89,6 +89,7 @@ class ScriptedChatServer:
         self.bodies: Counter = Counter()  # sha of (messages) -> times requested
         self.ok_bodies: Counter = Counter()  # sha of (messages) -> 200 replies written
         self.sent: list[tuple[str, str, str, str]] = []  # (template question, behavior, question, answer)
+        self.conversations: list[list[dict]] = []  # the messages of every request
         self._httpd: ThreadingHTTPServer | None = None
 
     # -- lifecycle --
@@ -137,6 +138,7 @@ class ScriptedChatServer:
         with self.lock:
             self.requests += 1
             self.bodies[digest] += 1
+            self.conversations.append(messages)
         if fmt in self.reject_formats:
             return 400, _error(f"response_format {fmt} is not supported", "invalid_request_error"), {}
         question, answer = item_text(messages)

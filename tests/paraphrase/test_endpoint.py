@@ -132,9 +132,11 @@ def test_a_wrong_route_or_model_stops_with_a_config_error(tmp_path):
             paraphrase_records(generated_records(2, seed=1), cfg, seed=0)
 
 
-def test_validated_llm_output_passes_the_validator_again():
+def test_validated_llm_output_passes_the_validator_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("EQAGEN_CACHE_DIR", str(tmp_path / "user-cache"))
     records = generated_records(9, seed=10)
     with ScriptedChatServer() as server:
         result = paraphrase_records(records, ParaphraseConfig(base_url=server.base_url, **FAST), seed=2)
+    assert (tmp_path / "user-cache" / "paraphrase.sqlite").is_file()  # the default cache file
     for record, para in zip(records, result.paraphrases):
         assert para.validated and check_paraphrase(record, para.question, para.answer).ok

@@ -1,0 +1,155 @@
+"""``eqagen paraphrase IN --out OUT --model M [--base-url URL]``: paraphrase an existing dataset.
+
+Reads IN's question shards (checksums verified against its manifest), paraphrases every question
+(few-shot examples from IN's train split), and writes OUT: question shards with the new
+``paraphrase`` column, IN's episode shards copied byte for byte, a manifest whose config carries the
+``paraphrase`` section used, and stats.json with the paraphrase statistics. A rerun after a crash
+sends no request already answered: the responses are in the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import ValidationError
+
+from eqagen.core.errors import ConfigError, DataFileError
+from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.stage import paraphrase_table
+from eqagen.paraphrase.tables import records_from_table
+
+DEFAULT_ROWS_PER_SHARD = 5000
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("paraphrase", help="paraphrase the questions of an existing dataset with an LLM")
+    p.add_argument("input", type=Path, help="a dataset directory written by `eqagen generate`")
+    p.add_argument("--out", type=Path, required=True, help="new (or empty) output directory")
+    p.add_argument("--model", default="", help="chat model name; without it (and an endpoint) runs offline")
+    p.add_argument("--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else OpenAI)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+    p.add_argument("--offline", action="store_true", help="use the deterministic offline paraphraser")
+    p.add_argument("--concurrency", type=int, help="requests in flight at most")
+    p.add_argument("--max-requests", type=int, help="stop after this many billed requests (a clean stop)")
+    p.add_argument("--max-tokens", type=int, help="stop after this many prompt + completion tokens")
+    p.add_argument("--cache", type=Path, help="sqlite response cache (default: ~/.cache/eqagen/paraphrase.sqlite)")
+    p.add_argument("--seed", type=int, help="seed of few-shot and offline choices (default: the dataset's)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other paraphrase setting, e.g. --set temperature=0.3 (repeatable)")  # fmt: skip
+    p.set_defaults(func=run_paraphrase)
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_config(args: argparse.Namespace) -> ParaphraseConfig:
+    import os
+
+    values: dict[str, Any] = {"model": args.model, "mode": "offline" if args.offline else "auto"}
+    if args.base_url:
+        values["base_url"] = args.base_url
+    if os.environ.get(args.api_key_env):
+        values["api_key"] = os.environ[args.api_key_env]
+    for name in ("concurrency", "max_requests", "max_tokens"):
+        if getattr(args, name) is not None:
+            values[name] = getattr(args, name)
+    if args.cache:
+        values["cache_path"] = args.cache
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError("--set", f"expected KEY=VALUE, got '{item}'", allowed="e.g. --set temperature=0.3")
+        values[key.strip()] = _parse_value(value)
+    try:
+        return ParaphraseConfig(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = "paraphrase." + ".".join(str(p) for p in first["loc"])
+        raise ConfigError(key, first["msg"], allowed=", ".join(ParaphraseConfig.model_fields)) from err
+
+
+def _read_dataset(in_dir: Path) -> tuple[dict[str, Any], list[Any], pa.Table]:
+    from eqagen.outputs.manifest import read_manifest
+    from eqagen.outputs.readers import read_shards
+    from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+    from eqagen.outputs.shards import ShardInfo, sha256_of
+
+    if not (in_dir / "manifest.json").is_file():
+        raise DataFileError(
+            in_dir / "manifest.json", None, "no manifest", "pass a directory written by `eqagen generate`"
+        )
+    manifest = read_manifest(in_dir)
+    shards = [ShardInfo(**s) for s in manifest.get("shards", [])]
+    for shard in shards:
+        path = in_dir / shard.path
+        if not path.is_file() or sha256_of(path) != shard.sha256:
+            raise DataFileError(path, "sha256", "missing or differs from the manifest", "restore it or regenerate")
+    questions = read_shards([in_dir / s.path for s in shards if s.path.startswith("questions/")], QUESTIONS_SCHEMA)
+    return manifest, shards, questions
+
+
+def _write_dataset(
+    in_dir: Path, out_dir: Path, manifest: dict[str, Any], shards: list[Any], questions: pa.Table, config: dict
+) -> dict[str, Any]:
+    from eqagen.outputs.manifest import build_manifest, write_manifest
+    from eqagen.outputs.shards import write_shards
+
+    output = manifest.get("config", {}).get("output", {})
+    rows = int(output.get("rows_per_shard", DEFAULT_ROWS_PER_SHARD)) if isinstance(output, dict) else 5000
+    written = []
+    for split in sorted(set(questions["split"].to_pylist()) | {"train", "val", "test"}):
+        part = questions.filter(pc.equal(questions["split"], split))
+        written += write_shards(part, out_dir, f"questions/split={split}", "question_id", rows)
+    for shard in (s for s in shards if s.path.startswith("episodes/")):
+        (out_dir / shard.path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(in_dir / shard.path, out_dir / shard.path)
+        written.append(shard)
+    new_config = {**manifest.get("config", {}), "paraphrase": config}
+    new_manifest = build_manifest(new_config, manifest["seed"], manifest["config_hash"], written)
+    write_manifest(new_manifest, out_dir)
+    return new_manifest
+
+
+def _write_stats(in_dir: Path, out_dir: Path, stats: dict[str, Any]) -> None:
+    from eqagen.outputs.manifest import write_json_atomic
+
+    old_path = in_dir / "stats.json"
+    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else {}
+    old.setdefault("stages", {})["paraphrase"] = {"implementation": "eqagen.paraphrase.stage:paraphrase_table", **stats}
+    write_json_atomic(old, out_dir / "stats.json")
+
+
+def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, seed: int | None = None) -> dict:
+    """Paraphrase the dataset in ``in_dir`` into ``out_dir``; returns the stage statistics."""
+    in_dir, out_dir = Path(in_dir), Path(out_dir)
+    if out_dir.resolve() == in_dir.resolve():
+        raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise DataFileError(out_dir, None, "output directory is not empty", "pass a new or empty directory")
+    manifest, shards, questions = _read_dataset(in_dir)
+    seed = int(manifest["seed"]) if seed is None else seed
+    train = [r for r in records_from_table(questions) if r.split == "train"]
+    questions, stats = paraphrase_table(questions, config, seed, examples=train or None)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = config.model_dump(mode="json", exclude={"api_key"})
+    _write_dataset(in_dir, out_dir, manifest, shards, questions, saved)
+    _write_stats(in_dir, out_dir, stats)
+    return stats
+
+
+def run_paraphrase(args: argparse.Namespace) -> int:
+    stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed)
+    keys = ("mode", "model", "items", "validated", "kept_template", "requests_sent", "cache_hits",
+            "total_tokens", "estimated_cost_usd", "budget_exhausted", "elapsed_s")  # fmt: skip
+    print(json.dumps({k: stats[k] for k in keys if k in stats}, indent=2))
+    return 0

@@ -1,0 +1,77 @@
+"""``eqagen paraphrase IN --out OUT`` on a dataset written with the project's shard writer."""
+
+import json
+
+import pytest
+
+from eqagen.cli import main
+from eqagen.outputs.manifest import build_manifest, read_manifest, write_manifest
+from eqagen.outputs.readers import read_questions
+from eqagen.outputs.schemas import EPISODES_SCHEMA, questions_table
+from eqagen.outputs.shards import sha256_of, write_shards
+from tests.paraphrase.chat_server import ScriptedChatServer, item_text
+from tests.paraphrase.fixtures import generated_records
+
+
+def write_dataset(root, records):
+    shards = []
+    table = questions_table(records)
+    for split in ("train", "val", "test"):
+        part = table.filter(table["split"].to_numpy(zero_copy_only=False) == split)
+        shards += write_shards(part, root, f"questions/split={split}", "question_id", 7)
+    shards += write_shards(EPISODES_SCHEMA.empty_table(), root, "episodes", "episode_id", 7)
+    write_manifest(build_manifest({"output": {"rows_per_shard": 7}}, 21, "cfg-hash", shards), root)
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    records = generated_records(12, seed=1, split="train") + generated_records(6, seed=2, split="val")
+    for r in records[-6:]:
+        r.episode_id = r.episode_id + "-val"
+    write_dataset(tmp_path / "in", records)
+    return tmp_path / "in", records
+
+
+def test_paraphrase_command_writes_a_verified_dataset_and_a_rerun_asks_nothing(dataset, tmp_path, capsys):
+    in_dir, records = dataset
+    cache = tmp_path / "cache.sqlite"
+    with ScriptedChatServer() as server:
+        common = ["--model", "local-model", "--base-url", server.base_url, "--cache", str(cache), "--set", "n_shots=2"]
+        assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "out"), *common]) == 0
+        first = server.requests
+        assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "again"), *common]) == 0
+        assert server.requests == first == len(records)
+        conversations = server.conversations
+    printed = json.loads(capsys.readouterr().out.split("}\n")[0] + "}")
+    assert printed["validated"] == len(records) and printed["mode"] == "llm"
+
+    out = read_questions(tmp_path / "out")
+    assert sorted(r.question_id for r in out) == sorted(r.question_id for r in records)
+    assert all(r.paraphrase.validated and r.paraphrase.model == "local-model" for r in out)
+    assert all(r.paraphrase.question != r.question for r in out)
+    manifest = read_manifest(tmp_path / "out")
+    assert (
+        manifest["config"]["paraphrase"]["model"] == "local-model" and "api_key" not in manifest["config"]["paraphrase"]
+    )
+    for shard in manifest["shards"]:
+        assert sha256_of(tmp_path / "out" / shard["path"]) == shard["sha256"]
+    stats = json.loads((tmp_path / "again" / "stats.json").read_text())["stages"]["paraphrase"]
+    assert stats["requests_sent"] == 0 and stats["cache_hits"] == len(records)
+
+    # Few-shot examples come from the train split only.
+    train_questions = {r.question for r in records if r.split == "train"}
+    for messages in conversations:
+        shots = [item_text([m])[0] for m in messages[1:-1] if m["role"] == "user"]
+        assert len(shots) == 2 and set(shots) <= train_questions
+
+
+def test_offline_and_bad_input(dataset, tmp_path, capsys):
+    in_dir, _ = dataset
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 0
+    out = read_questions(tmp_path / "off")
+    assert {r.paraphrase.model for r in out} == {"offline"} and all(r.paraphrase.validated for r in out)
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 2  # not empty
+    assert main(["paraphrase", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x"), "--offline"]) == 2
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "y"), "--set", "temprature=0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "output directory is not empty" in err and "no manifest" in err and "paraphrase.temprature" in err
