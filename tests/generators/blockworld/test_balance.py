@@ -1,0 +1,71 @@
+"""pqb-minecraft: every kept question has environments with different answers; yes/no is blind-proof.
+
+The question records' text and keys are built by the pipeline's record stage; here the balance key is
+the program's canonical signature (the ungrounded question) and the answer key the joined answer
+values, which is what the record stage compares too.
+"""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from eqagen.config import read_preset, validate_config
+from eqagen.core import derive_rng
+from eqagen.curation.balance import balance, blind_baseline
+from eqagen.generators import get_backend
+from eqagen.predicates import context_for
+from eqagen.predicates.sampler import sample_programs
+
+
+def _candidates(n_episodes: int, seed: int) -> pa.Table:
+    config = validate_config(read_preset("pqb-minecraft"), "pqb-minecraft")
+    questions = config.questions.model_copy(update={"questions_per_episode": 10})
+    backend = get_backend("blockworld", "embedded")
+    rows = {"question_id": [], "scene_id": [], "balance_key": [], "answer_key": [], "answer_type": []}
+    for spec in backend.plan(n_episodes, seed, {"max_steps": config.generation.max_steps}):
+        ep = backend.run(spec)
+        accepted, _ = sample_programs(context_for(ep), questions, derive_rng(seed, "questions", ep.episode_id))
+        for acc in accepted:
+            if acc.ambiguous:
+                continue  # grounded questions name coordinates of one environment: never balanced across
+            rows["question_id"].append(f"{ep.episode_id}/{acc.program.signature()}")
+            rows["scene_id"].append(ep.scene_id)
+            rows["balance_key"].append(acc.program.signature())
+            rows["answer_key"].append(" | ".join(sorted(g.value for g in acc.groups)))
+            rows["answer_type"].append("yes/no" if acc.program.query.name == "existsKind" else "other")
+    return pa.table(rows)
+
+
+def _check(table: pa.Table, min_questions: int) -> None:
+    kept, _stats = balance(
+        table, {"mode": "exact", "min_answers": 2, "max_per_answer": 4, "min_window_scenes": 40}, seed=0
+    )
+    assert kept.num_rows > 0
+    by_question: dict[str, dict[str, set]] = {}
+    for key, scene, answer in zip(*(kept.column(c).to_pylist() for c in ("balance_key", "scene_id", "answer_key"))):
+        by_question.setdefault(key, {}).setdefault(answer, set()).add(scene)
+    assert len(by_question) >= min_questions
+    for key, answers in by_question.items():
+        assert len(answers) >= 2, key
+        sizes = {len(s) for s in answers.values()}
+        assert len(sizes) == 1, (key, answers)  # every answer equally often
+    yes_no = kept.filter(pa.compute.equal(kept.column("answer_type"), "yes/no"))
+    assert yes_no.num_rows > 0
+    assert blind_baseline(yes_no)["accuracy"] <= 0.51
+    pool_yes_no = table.filter(pa.compute.equal(table.column("answer_type"), "yes/no"))
+    assert blind_baseline(pool_yes_no)["accuracy"] > blind_baseline(yes_no)["accuracy"]
+
+
+def test_pool_is_balanceable_and_balanced():
+    table = _candidates(32, 0)
+    keys = np.array(table.column("balance_key").to_pylist())
+    answers = np.array(table.column("answer_key").to_pylist())
+    scenes = np.array(table.column("scene_id").to_pylist())
+    several = [k for k in set(keys) if len(set(answers[keys == k])) >= 2 and len(set(scenes[keys == k])) >= 2]
+    assert len(several) >= 10
+    _check(table, min_questions=8)
+
+
+@pytest.mark.slow
+def test_larger_pool_is_balanced():
+    _check(_candidates(160, 1), min_questions=40)
