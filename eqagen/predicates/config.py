@@ -16,7 +16,10 @@ class QuestionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     questions_per_episode: int = Field(24, ge=1, description="question records per episode (ungrounded + grounded)")
-    attempts_per_question: int = Field(40, ge=1, description="candidate programs tried per wanted question")
+    attempts_per_question: int = Field(20, ge=1, description="candidate programs tried per wanted question")
+    max_stalled_attempts: int = Field(
+        80, ge=1, description="give up on an episode after this many attempts in a row without an acceptance"
+    )
     query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
     family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
     n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))

@@ -2,8 +2,8 @@
 
 Each filter is a pure function of the episode context and a FilterSpec returning a ``[T, N]`` bool mask
 or an :class:`Anchored` stack (one mask per instance of the object it names). Each family also has a
-``values`` function (the specs satisfiable somewhere in the episode) and a ``values_at`` function (the
-specs true at one observation), which the sampler uses to propose only filters that can hold.
+``values`` function: the specs satisfiable somewhere in the episode, which the sampler indexes so that it
+proposes only filters that can hold.
 
 Thresholds come from ``ctx.params`` (declared per world family), with the defaults below.
 """
@@ -57,20 +57,13 @@ def property_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("property", key, (v for v in col if v))
 
 
-def property_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    v = ctx.attribute(key)[e]
-    return [FilterSpec("property", key, str(v))] if v else []
-
-
 def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     """Entities whose static attribute ``key`` equals ``value`` (at every step)."""
     return _broadcast(ctx.attribute(spec.key) == spec.value, ctx)
 
 
-register_filter("property", ("color", "material"), property_values, slot="pre", values_at=property_values_at)(
-    attribute_is
-)
-register_filter("property", ("utility",), property_values, slot="post", values_at=property_values_at)(attribute_is)
+register_filter("property", ("color", "material"), property_values, slot="pre")(attribute_is)
+register_filter("property", ("utility",), property_values, slot="post")(attribute_is)
 
 
 # -- state -------------------------------------------------------------------------------------------
@@ -87,15 +80,7 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("state", key, vals)
 
 
-def state_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    if not state_capable(ctx, key)[e]:
-        return []
-    return [FilterSpec("state", key, "true" if ctx.flag(key)[t, e] else "false")]
-
-
-@register_filter(
-    "state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre", values_at=state_values_at
-)
+@register_filter("state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre")
 def state_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     """Entities in (value "true") or out of (value "false") state ``key`` at each step."""
     flag = ctx.flag(spec.key)
@@ -197,34 +182,6 @@ def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("location", key, out)
 
 
-def _vertical_at(ctx: EpisodeContext, t: int, e: int, above: bool) -> np.ndarray:
-    """Bool ``[N]``: anchors a such that e is above (or under) a at step t (same rule as the masks)."""
-    d = ctx.position[t, e][None, :] - ctx.position[t]
-    dy = d[:, 1] if above else -d[:, 1]
-    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
-    rel = (d[:, 0] ** 2 + d[:, 2] ** 2 <= r * r) & (dy > lo) & (dy <= hi) & ctx.observed
-    rel[e] = False
-    if ctx.parent[t, e] >= 0:
-        rel[ctx.parent[t, e]] = False
-    return rel
-
-
-def location_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    """Location specs true for entity ``e`` at step ``t``."""
-    p = int(ctx.parent[t, e])
-    if key in ("on", "inside"):
-        ok = p >= 0 and ctx.observed[p] and _inside_key(ctx, p, False) == key
-        return [FilterSpec("location", key, ctx.types[p])] if ok else []
-    if key in ("on_same", "inside_same"):
-        if p < 0 or _inside_key(ctx, p, True) != key:
-            return []
-        mates = np.flatnonzero((ctx.parent[t] == p) & ctx.data[t])
-        names = sorted({ctx.types[a] for a in mates.tolist() if a != e})
-        return [FilterSpec("location", key, n, {"receptacle": ctx.types[p]}) for n in names]
-    rel = _vertical_at(ctx, t, e, key == "above")
-    return _specs("location", key, ctx.types[rel].tolist())
-
-
 def location_filter(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return LOCATION_FNS[spec.key](ctx, spec)
 
@@ -234,7 +191,6 @@ register_filter(
     tuple(LOCATION_FNS),
     location_values,
     slot="post",
-    values_at=location_values_at,
     labels={
         "on": "on the object",
         "inside": "inside the object",
@@ -288,22 +244,11 @@ def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("position", key, out)
 
 
-def position_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    if not ctx.data[t, e]:
-        return []
-    out = [AGENT] if key != "behind" and _agent_mask(ctx, key)[t, e] else []
-    for type_name in sorted({ctx.types[a] for a in np.flatnonzero(ctx.data[t]).tolist() if a != e}):
-        if ctx.selection(FilterSpec("position", key, type_name)).masks[:, t, e].any():
-            out.append(type_name)
-    return _specs("position", key, out)
-
-
 register_filter(
     "position",
     POSITION_KEYS,
     position_values,
     slot="post",
-    values_at=position_values_at,
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
 )(position_filter)
 

@@ -114,6 +114,7 @@ def state_args(ctx: EpisodeContext) -> list[QuerySpec]:
     answer_type="state",
     categories=("object state recognition", "state"),
     max_targets=True,
+    time_value=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
 )
 def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The state of each entity the last time the agent saw it within the selection."""
@@ -151,6 +152,17 @@ def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]]))
 
 
+def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
+    """Int ``[T, N]``: a code of the type of each entity's receptacle (-1: none)."""
+
+    def compute() -> np.ndarray:
+        _, codes = np.unique(ctx.types.astype(str), return_inverse=True)
+        padded = np.append(codes, -1)  # parent -1 indexes the trailing -1
+        return padded[ctx.parent]
+
+    return ctx.memo(("receptacle_type_codes",), compute)
+
+
 # -- getLocation ------------------------------------------------------------------------------------------
 @register_query(
     "getLocation",
@@ -159,6 +171,8 @@ def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     answer_type="location",
     categories=("object localization", "location"),
     max_targets=True,
+    time_value=lambda ctx, q: receptacle_type_codes(ctx),
+    seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
 )
 def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The receptacle type holding each entity the last time the agent saw it within the selection;

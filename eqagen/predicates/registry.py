@@ -65,11 +65,11 @@ class Outcome:
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
-ValuesAtFn = Callable[["EpisodeContext", str, int, int], Iterable[FilterSpec]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
 QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 CategoryFn = Callable[[QuerySpec], tuple[str, str]]
+SeedsFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,6 @@ class FilterDef:
     key: str
     fn: FilterFn
     values: ValuesFn
-    values_at: ValuesAtFn | None = None  # specs true at one observation (t, e); None: scan ``values``
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
@@ -98,7 +97,11 @@ class QueryDef:
     categories: CategoryFn  # (OpenEQA category, EXPRESS-Bench category)
     observed: bool = True  # True: the group mask is restricted to DATA (what the agent saw)
     max_targets: bool = False  # True: at most QuestionConfig.max_query_targets entities per group
+    # [T, N] int codes of what the query reads at an entity's last selected step (its state, its
+    # receptacle's type); None when the answer does not depend on when entities were seen
+    time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None
     template: str | None = None  # jinja2 source of the question; None: templates/questions/<name>.j2
+    seeds: SeedsFn | None = None  # bool [T, N]: observations a question can be built around (default DATA)
 
 
 @dataclass
@@ -178,14 +181,12 @@ def register_filter(
     keys: Iterable[str],
     values: ValuesFn,
     slot: str = "post",
-    values_at: ValuesAtFn | None = None,
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
 
-    ``values(ctx, key)`` yields the satisfiable :class:`FilterSpec` of one key in one episode;
-    ``values_at(ctx, key, t, e)`` (optional, for speed) those true for entity ``e`` at step ``t``.
+    ``values(ctx, key)`` yields the satisfiable :class:`FilterSpec` of one key in one episode.
     ``slot`` places the phrase in the natural question: ``pre`` (an adjective before the noun: "green"),
     ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
     jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
@@ -202,7 +203,6 @@ def register_filter(
                 key=key,
                 fn=fn,
                 values=values,
-                values_at=values_at,
                 slot=slot,
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
@@ -220,12 +220,18 @@ def register_query(
     categories: tuple[str, str] | CategoryFn,
     observed: bool = True,
     max_targets: bool = False,
+    time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None,
     template: str | None = None,
+    seeds: SeedsFn | None = None,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
     ``mask`` is one group's ``[T, N]`` selection (filters AND subject AND ``applies``; also AND DATA
-    when ``observed``). Return None when the group says nothing (it is then dropped).
+    when ``observed``). Return None when the group says nothing (it is then dropped). ``seeds(ctx, query)``
+    (optional) gives the bool ``[T, N]`` observations the sampler may build a question around (default:
+    DATA of the entities the query applies to). ``time_value(ctx, query)`` (for queries that report what
+    held the last time an entity was seen) gives int ``[T, N]`` codes of that value, so the sampler can
+    tell whether a filter that only changes *when* things were seen changes the answer.
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -240,7 +246,9 @@ def register_query(
             categories=cats,
             observed=observed,
             max_targets=max_targets,
+            time_value=time_value,
             template=template,
+            seeds=seeds,
         )
         return fn
 

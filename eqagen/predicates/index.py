@@ -1,0 +1,144 @@
+"""What can be asked in one episode, precomputed once: satisfiable query specs and filter values.
+
+The sampler works on *cells*: the ``(t, entity)`` pairs a question can be about (DATA, plus the cells of
+events, which counting events looks at), sorted by entity then step. Every satisfiable filter spec is
+evaluated once and stored as a row of ``holds`` (``[C, K]``: which cells it keeps), so proposing a filter
+that holds at the seed observation and narrows the current selection is a few array operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqagen.core import FilterSpec, QuerySpec
+from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.registry import REGISTRY, Anchored
+
+
+def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
+    """Bool ``[T, N]``: the cells of the events (of one kind, or all)."""
+    cells = np.zeros((ctx.T, ctx.N), dtype=bool)
+    for e in ctx.events:
+        if kind is None or e.kind == kind:
+            cells[e.t, e.entity] = True
+    return cells
+
+
+def counts_events(q: QuerySpec) -> bool:
+    return q.name == "count" and q.arg == "events"
+
+
+@dataclass
+class EpisodeIndex:
+    ctx: EpisodeContext
+    queries: dict[str, list[QuerySpec]]  # query name -> satisfiable specs (without subject)
+    specs: list[FilterSpec]  # C satisfiable filter specs
+    families: list[str]  # filter families with at least one spec
+    family_of: np.ndarray  # int [C] index into families
+    key_id: np.ndarray  # int [C]: which (family, key) each spec has
+    holds: np.ndarray  # bool [C, K]
+    ambiguous: np.ndarray  # bool [C]: names an object with several observed instances
+    cell_t: np.ndarray  # int [K]
+    cell_e: np.ndarray  # int [K], sorted
+    ent_starts: np.ndarray  # int: first cell of each distinct entity (for reduceat)
+    _memo: dict = field(default_factory=dict)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.cell_t.shape[0])
+
+    def forbidden_for(self, q: QuerySpec) -> np.ndarray:
+        """Bool ``[C]``: specs that may not go with this query (memoised per query name and arg)."""
+        key = ("forbidden", q.name, q.arg)
+        if key not in self._memo:
+            self._memo[key] = np.array([REGISTRY.is_forbidden(s, q) for s in self.specs], dtype=bool)
+        return self._memo[key]
+
+    def query_cells(self, q: QuerySpec) -> np.ndarray:
+        """Bool ``[K]``: where the query looks before any filter (its subject's observations or events)."""
+        key = ("cells", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
+        if key not in self._memo:
+            ctx, qdef = self.ctx, REGISTRY.query(q.name)
+            cols = qdef.applies(ctx, q)
+            if q.args.get("subject"):
+                cols = cols & ctx.of_type(q.args["subject"])
+            cells = event_cells(ctx, q.args["kind"]) if counts_events(q) else ctx.data
+            self._memo[key] = cells[self.cell_t, self.cell_e] & cols[self.cell_e]
+        return self._memo[key]
+
+    def time_values(self, q: QuerySpec) -> np.ndarray | None:
+        """Int ``[K]`` codes of what a time-reading query sees at each cell, or None."""
+        key = ("time", q.name, q.arg)
+        if key not in self._memo:
+            fn = REGISTRY.query(q.name).time_value
+            self._memo[key] = None if fn is None else fn(self.ctx, q)[self.cell_t, self.cell_e]
+        return self._memo[key]
+
+    def seed_cells(self, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
+        """(cells a question with this query can be built around, start of each entity's run among them)."""
+        key = ("seeds", q.name, q.arg, q.args.get("kind"))
+        if key not in self._memo:
+            ctx, qdef = self.ctx, REGISTRY.query(q.name)
+            if counts_events(q):
+                cells = event_cells(ctx, q.args["kind"])
+            else:
+                cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
+            ok = cells[self.cell_t, self.cell_e] & qdef.applies(ctx, q)[self.cell_e]
+            ks = np.flatnonzero(ok)
+            es = self.cell_e[ks]
+            starts = np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if ks.size else ks
+            self._memo[key] = (ks, starts)
+        return self._memo[key]
+
+
+def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
+    support = ctx.support
+    out = {}
+    for name in support.queries:
+        specs = [q for q in REGISTRY.query(name).args(ctx) if support.allows_query(q)]
+        if specs:
+            out[name] = specs
+    return out
+
+
+def satisfiable_specs(ctx: EpisodeContext) -> list[FilterSpec]:
+    support = ctx.support
+    out: list[FilterSpec] = []
+    for family in support.filters:
+        for key in support.filter_keys(family):
+            out.extend(REGISTRY.filter(family, key).values(ctx, key))
+    return out
+
+
+def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    sel = ctx.selection(spec)
+    if isinstance(sel, Anchored):
+        return sel.masks[:, ts, es].any(axis=0), len(sel) >= 2
+    return sel[ts, es], False
+
+
+def build_index(ctx: EpisodeContext) -> EpisodeIndex:
+    cells = ctx.data | event_cells(ctx)
+    cell_e, cell_t = np.nonzero(cells.T)
+    starts = np.flatnonzero(np.r_[True, cell_e[1:] != cell_e[:-1]]) if cell_e.size else cell_e
+    specs = satisfiable_specs(ctx)
+    rows = [_union_at(ctx, s, cell_t, cell_e) for s in specs]
+    keep = [i for i, (r, _) in enumerate(rows) if r.any()]
+    specs = [specs[i] for i in keep]
+    families = sorted({s.family for s in specs})
+    keys = sorted({(s.family, s.key) for s in specs})
+    return EpisodeIndex(
+        ctx=ctx,
+        queries=satisfiable_queries(ctx),
+        specs=specs,
+        families=families,
+        family_of=np.array([families.index(s.family) for s in specs], dtype=np.int64),
+        key_id=np.array([keys.index((s.family, s.key)) for s in specs], dtype=np.int64),
+        holds=np.array([rows[i][0] for i in keep], dtype=bool).reshape(len(keep), cell_t.size),
+        ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
+        cell_t=cell_t,
+        cell_e=cell_e,
+        ent_starts=starts,
+    )

@@ -1,0 +1,326 @@
+"""The program sampler: seeded proposals that can hold, then the checks that make a question worth asking.
+
+Per episode it first indexes which query specs and which filter values are satisfiable. Each proposal is
+seeded with one observation ``(t, e)`` (or one event, for counting events): the query is about ``e`` (or
+its type), and every filter value is one that holds for ``e`` at ``t``, so the answer is never empty by
+construction. A proposal is then checked, and every rejection counted by its reason:
+
+``duplicate``, ``forbidden_pair``, ``family_cap``, ``several_ambiguous_filters``, ``empty_answer``,
+``too_many_items`` (listObjects), ``too_many_targets`` (getState/getProperty/getLocation),
+``trivial_answer`` (the answer is a value the question names), ``ineffective_filter`` (dropping some
+filter leaves the structured answer unchanged), ``grounded_mix`` / ``ungrounded_mix`` (the episode's
+grounded share strays from its target), ``no_satisfiable_filter`` (no filter of any allowed family
+holds at the seed).
+
+Target mixes (query types, filter families, number of filters, grounded share) are steered by deficit:
+each draw favours the options furthest below their target share so far.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eqagen.core import Program, QuerySpec
+from eqagen.predicates.config import QuestionConfig
+from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
+from eqagen.predicates.index import EpisodeIndex, build_index, counts_events
+from eqagen.predicates.registry import REGISTRY, ForbiddenPair
+
+
+# -- mixes -----------------------------------------------------------------------------------------------
+def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random.Generator):
+    """Draw an option, favouring those furthest below their target share of ``counts`` so far (plain
+    Python: the lists are a handful long, where numpy's per-call cost dominates)."""
+    weights = [max(float(target.get(o, 0.0)), 0.0) for o in options]
+    total = sum(weights)
+    if total <= 0:
+        weights, total = [1.0] * len(options), float(len(options))
+    n = sum(counts[o] for o in options) + 1.0
+    deficit = [max(w / total * n - counts[o], 0.0) + 0.05 * w / total for o, w in zip(options, weights)]
+    r = rng.random() * sum(deficit)
+    for option, d in zip(options, deficit):
+        r -= d
+        if r < 0:
+            return option
+    return options[-1]
+
+
+@dataclass
+class MixState:
+    """Counts of what the episode has accepted so far (steers the mixes)."""
+
+    queries: Counter = field(default_factory=Counter)
+    families: Counter = field(default_factory=Counter)
+    n_filters: Counter = field(default_factory=Counter)
+    grounded: int = 0
+    records: int = 0
+
+    def want_grounded(self, target: float) -> bool:
+        return self.grounded < target * (self.records + 2)
+
+
+# -- proposals -------------------------------------------------------------------------------------------
+def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> QuerySpec:
+    name = pick_by_deficit(sorted(index.queries), config.query_mix, mix.queries, rng)
+    specs = index.queries[name]
+    if name == "count":
+        events = [q for q in specs if q.arg == "events"]
+        objects = [q for q in specs if q.arg != "events"]
+        specs = events if events and (not objects or rng.random() < config.event_count_share) else objects
+    return specs[int(rng.integers(0, len(specs)))]
+
+
+def choose_seed(index: EpisodeIndex, q: QuerySpec, rng: np.random.Generator) -> int:
+    """The cell (one observation, or one event) the question is built around; -1 if there is none.
+    An entity is drawn first, so that entities seen often do not dominate."""
+    ks, starts = index.seed_cells(q)
+    if starts.size == 0:
+        return -1
+    j = int(rng.integers(0, starts.size))
+    hi = int(starts[j + 1]) if j + 1 < starts.size else ks.size
+    return int(ks[int(rng.integers(int(starts[j]), hi))])
+
+
+def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
+    return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
+
+
+def proxy_differs(index: EpisodeIndex, q: QuerySpec, wide: np.ndarray, narrow: np.ndarray) -> np.ndarray:
+    """Whether the answer would differ between cell selections ``wide`` and ``narrow`` (``[c, K]`` rows or
+    ``[K]``), previewed on the cells: a different set of entities (counting events: a different number
+    of events) or, for a time-reading query (getState, getLocation), a different value at some entity's
+    last selected cell. A preview only: the exact effectiveness check runs on every accepted program."""
+    wide, narrow = np.atleast_2d(wide), np.atleast_2d(narrow)
+    if counts_events(q):
+        return wide.sum(axis=1) != narrow.sum(axis=1)
+    starts = index.ent_starts
+    present_w = np.logical_or.reduceat(wide, starts, axis=1)
+    differs = (present_w != np.logical_or.reduceat(narrow, starts, axis=1)).any(axis=1)
+    values = index.time_values(q)
+    if values is None:
+        return differs
+    ar = np.arange(index.n_cells)
+    last_w = np.maximum.reduceat(np.where(wide, ar, -1), starts, axis=1)
+    last_n = np.maximum.reduceat(np.where(narrow, ar, -1), starts, axis=1)
+    both = (last_w >= 0) & (last_n >= 0)
+    return differs | (both & (values[last_w] != values[last_n])).any(axis=1)
+
+
+def without_each(index: EpisodeIndex, base: np.ndarray, used: list[int]) -> list[np.ndarray]:
+    """For each used filter, the cells that all the others keep (``[K]`` each)."""
+    out = []
+    for pos in range(len(used)):
+        m = base.copy()
+        for j in used[:pos] + used[pos + 1 :]:
+            m &= index.holds[j]
+        out.append(m)
+    return out
+
+
+def candidates(index, config, q, used, seed) -> np.ndarray:
+    """Bool ``[C]``: specs holding at the seed that may join ``used`` (key unused, family under its cap,
+    not forbidden with the query, at most one ambiguous filter)."""
+    cand = index.holds[:, seed] & ~index.forbidden_for(q)
+    families = []
+    for i in used:
+        cand &= index.key_id != index.key_id[i]
+        if index.ambiguous[i]:
+            cand &= ~index.ambiguous
+        families.append(int(index.family_of[i]))
+        if families.count(families[-1]) >= config.max_filters_per_family:
+            cand &= index.family_of != families[-1]
+    return cand
+
+
+def effective_candidates(index, q, used, base, idx) -> tuple[np.ndarray, np.ndarray]:
+    """Of candidates ``idx``, those that keep every filter effective on the cells (the candidate changes
+    the answer, and each earlier filter still does with it), and how many cells each keeps."""
+    current = base.copy()
+    for j in used:
+        current &= index.holds[j]
+    rows = index.holds[idx]
+    kept = current & rows
+    ok = proxy_differs(index, q, current, kept)
+    for others in without_each(index, base, used):
+        ok &= proxy_differs(index, q, others & rows, kept)
+    return idx[ok], kept[ok].sum(axis=1)
+
+
+def choose_filter(index, config, q, used, seed, base, mix, rng, more: int) -> int:
+    """Index of one more spec that holds at the seed and keeps every filter effective, from a family
+    chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
+    it keeps as many cells as it can, so that they have something left to narrow."""
+    idx = np.flatnonzero(candidates(index, config, q, used, seed))
+    if idx.size == 0:
+        return -1
+    idx, n_kept = effective_candidates(index, q, used, base, idx)
+    if idx.size == 0:
+        return -1
+    fams = index.family_of[idx]
+    present = [index.families[f] for f in sorted(set(fams.tolist()))]
+    family = pick_by_deficit(present, config.family_mix, mix.families, rng)
+    sub = fams == index.families.index(family)
+    idx, n_kept = idx[sub], n_kept[sub]
+    prefer = mix.want_grounded(config.grounded_share) and not (used and index.ambiguous[used].any())
+    best = index.ambiguous[idx] == prefer
+    if not best.any():
+        best = ~best
+    if more > 0:
+        best &= n_kept == n_kept[best].max()
+    best_idx = idx[best]
+    return int(best_idx[rng.integers(0, best_idx.size)])
+
+
+def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng) -> str | None:
+    """The seed entity's type, or None ("objects") for listObjects, for a share of questions, and for
+    many filters (which need more entities to narrow)."""
+    if q.name == "listObjects" or n >= 3 or rng.random() < config.any_subject_share:
+        return None
+    return str(index.ctx.types[index.cell_e[seed]])
+
+
+def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
+    used: list[int] = []
+    base = index.query_cells(q)
+    for k in range(n):
+        i = choose_filter(index, config, q, used, seed, base, mix, rng, more=n - k - 1)
+        if i < 0:
+            break
+        used.append(i)
+    return used
+
+
+def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> Program | str:
+    q = choose_query(index, config, mix, rng)
+    seed = choose_seed(index, q, rng)
+    if seed < 0:
+        return "no_seed"
+    n = int(pick_by_deficit(sorted(config.n_filters_mix), config.n_filters_mix, mix.n_filters, rng))
+    subject = choose_subject(index, q, seed, n, config, rng)
+    used = build_filters(index, config, with_subject(q, subject), seed, n, mix, rng)
+    if not used and subject is not None:  # nothing narrows this subject: ask about any object instead
+        subject = None
+        used = build_filters(index, config, q, seed, n, mix, rng)
+    if not used:
+        return "no_satisfiable_filter"
+    return Program(tuple(index.specs[i] for i in used), with_subject(q, subject))
+
+
+# -- checks ----------------------------------------------------------------------------------------------
+def forbidden(program: Program, extra: list[ForbiddenPair]) -> bool:
+    q = program.query
+    return any(REGISTRY.is_forbidden(f, q) or any(r.matches(f, q) for r in extra) for f in program.filters)
+
+
+def answer_problem(program: Program, groups: list[RawGroup], config: QuestionConfig) -> str | None:
+    """Why the structured answer makes a bad question, or None."""
+    if not groups:
+        return "empty_answer"
+    qdef = REGISTRY.query(program.query.name)
+    sizes = [g.entities.size for g in groups]
+    if program.query.name == "listObjects" and max(sizes) > config.max_list_items:
+        return "too_many_items"
+    if qdef.max_targets and max(sizes) > config.max_query_targets:
+        return "too_many_targets"
+    named = {f.value for f in program.filters} | {program.query.args.get("subject")}
+    if all(g.value in named for g in groups):
+        return "trivial_answer"
+    return None
+
+
+def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup]) -> int:
+    """Index of the first filter whose removal leaves the answer unchanged, or -1 when all are effective."""
+    key = answer_key(groups)
+    for i in range(len(program.filters)):
+        dropped = Program(program.filters[:i] + program.filters[i + 1 :], program.query)
+        if answer_key(evaluate_raw(ctx, dropped)) == key:
+            return i
+    return -1
+
+
+def check(ctx, program, config, extra_forbidden, seen) -> list[RawGroup] | str:
+    """The program's answer groups if it is accepted, else the rejection reason."""
+    if program.signature() in seen:
+        return "duplicate"
+    if forbidden(program, extra_forbidden):
+        return "forbidden_pair"
+    if max(Counter(f.family for f in program.filters).values()) > config.max_filters_per_family:
+        return "family_cap"
+    try:
+        groups = evaluate_raw(ctx, program)
+    except SeveralAmbiguousFilters:
+        return "several_ambiguous_filters"
+    problem = answer_problem(program, groups, config)
+    if problem:
+        return problem
+    if ineffective_filter(ctx, program, groups) >= 0:
+        return "ineffective_filter"
+    return groups
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An accepted program, its answer groups, and whether it names an ambiguous object."""
+
+    program: Program
+    groups: list[RawGroup]
+
+    @property
+    def ambiguous(self) -> bool:
+        return any(g.anchor >= 0 for g in self.groups)
+
+
+def mix_problem(acc: Accepted, config: QuestionConfig, mix: MixState) -> str | None:
+    """Keep the episode's grounded share under its target plus tolerance (an ambiguous program makes two
+    records); below target, proposals already favour ambiguous filters."""
+    share_if = (mix.grounded + acc.ambiguous) / (mix.records + 1 + acc.ambiguous)
+    if acc.ambiguous and mix.records >= 2 and share_if > config.grounded_share + config.grounded_tolerance:
+        return "grounded_mix"
+    return None
+
+
+def record_accepted(mix: MixState, acc: Accepted) -> None:
+    p = acc.program
+    mix.queries[p.query.name] += 1
+    mix.families.update(f.family for f in p.filters)
+    mix.n_filters[len(p.filters)] += 1
+    mix.records += 1 + acc.ambiguous
+    mix.grounded += acc.ambiguous
+
+
+def sample_programs(
+    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator
+) -> tuple[list[Accepted], Counter[str]]:
+    """Accepted programs for one episode (enough for ``questions_per_episode`` records) and the count of
+    every rejection by reason."""
+    index = build_index(ctx)
+    rejections: Counter[str] = Counter()
+    if not index.queries or not index.specs or index.n_cells == 0:
+        rejections["nothing_to_ask"] += 1
+        return [], rejections
+    extra = [ForbiddenPair(*p) for p in config.forbidden_pairs]
+    mix, seen, accepted = MixState(), set(), []
+    budget = config.questions_per_episode * config.attempts_per_question
+    last_accepted = 0
+    for attempt in range(budget):
+        if mix.records >= config.questions_per_episode or attempt - last_accepted > config.max_stalled_attempts:
+            break
+        program = propose(index, config, mix, rng)
+        verdict = program if isinstance(program, str) else check(ctx, program, config, extra, seen)
+        if isinstance(verdict, str):
+            rejections[verdict] += 1
+            continue
+        acc = Accepted(program, verdict)
+        problem = mix_problem(acc, config, mix)
+        if problem:
+            rejections[problem] += 1
+            continue
+        seen.add(program.signature())
+        accepted.append(acc)
+        last_accepted = attempt
+        record_accepted(mix, acc)
+    return accepted, rejections
