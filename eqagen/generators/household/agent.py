@@ -36,6 +36,8 @@ from eqagen.generators.household.world import (
 
 Action = tuple[str, int, int]
 BLOCKED_COST = 1e6
+# Distances (metres) within which the agent looks for a standing cell, tried in turn, per approach mode.
+APPROACH_REACH = {"normal": (1.0, 1.25, 1.5, 3.0), "close": (0.5, 0.75, 1.0, 3.0), "eager": (1.75, 3.0)}
 MISS_PATCH = 3  # cells per side of the patches the obstacle map misses together
 Behaviour = Generator[Action, ActionResult, bool]
 
@@ -45,13 +47,15 @@ class AgentConfig:
     """FILM's character in numbers (defaults tuned so ALFRED-like success and failure rates come out)."""
 
     max_failures: int = 10  # ALFRED's evaluation stops after 10 failed API actions
-    phantom_free: float = 0.3  # chance that a seen obstacle cell stays unmapped (depth noise)
+    phantom_free: float = 0.65  # chance that a seen obstacle cell stays unmapped (depth noise)
     obstacle_range: float = 2.0  # how far the obstacle map reaches (metres)
-    mislocate: float = 0.3  # share of objects whose mapped position is off
+    mislocate: float = 0.6  # share of objects whose mapped position is off
     mislocate_m: float = 0.55  # how far off (metres)
-    eager: float = 0.25  # chance of trying an interaction from the edge of FILM's threshold
-    forget_open: float = 0.3  # chance of putting into a closed receptacle without opening it
-    map_range: float = 3.5  # the semantic map sees objects this far (metres)
+    eager: float = 0.8  # chance of trying an interaction from the edge of FILM's threshold
+    retry_in_place: float = 0.35  # chance of repeating a failed interaction from the same spot
+    forget_open: float = 0.5  # chance of putting into a closed receptacle without opening it
+    map_range: float = 2.5  # the semantic map sees objects this far (metres)
+    detect_small: float = 0.2  # chance per view that segmentation picks out a small object (0.9 otherwise)
     explore_goals_before_opening: int = 3
     look_horizon: float = 30.0
 
@@ -219,6 +223,8 @@ class FilmAgent:
         self.stop_reason = ""
         self._last_pose: tuple = ()
         self.types = np.array(world.types)
+        small = np.array([a["size"] == "small" for a in world.attributes])
+        self.detect = np.where(small, self.cfg.detect_small, 0.9)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> tuple[bool, str]:
@@ -263,7 +269,7 @@ class FilmAgent:
         """The semantic map learns what the camera sees within map range (not inside closed receptacles)."""
         w = self.w
         seen = w.flags["exists"] & w.in_view & ~w.hidden & (w.eff_dist <= self.cfg.map_range)
-        self.known |= seen
+        self.known |= seen & (self.rng.random(len(seen)) < self.detect)  # segmentation misses small things
         k = self.map.lookup.get(tuple(int(v) for v in w.grid.ij[w.cell]), -1)
         self.visited[k] = True
         if self._last_pose == (w.cell, w.yaw, w.horizon):
@@ -298,26 +304,38 @@ class FilmAgent:
     def _subgoal(self, sg: Subgoal) -> Generator[Action, ActionResult, str]:
         """Find an instance, go to it, face it, act; re-approach or pick another instance on failure."""
         tries = 0
+        mode = "eager" if self.rng.random() < self.cfg.eager else "normal"
         while True:
             target = yield from self._find(sg)
             if sg.bind:
                 self.bound[sg.bind] = target
-            yield from self._approach(target, eager=tries == 0 and self.rng.random() < self.cfg.eager)
+            yield from self._approach(target, mode)
             result = yield self._interaction(sg, target)
+            if not result.success and "visib" in result.error and self.rng.random() < self.cfg.retry_in_place:
+                result = yield self._interaction(sg, target)  # FILM repeats an action it thinks glitched
             if result.success:
                 return "ok"
             tries += 1
             self.noise[target] = 0.0  # FILM re-localises the object from the new view
-            if "CLOSED" in result.error:
-                return "closed"
-            if "if it's already" in result.error or "is already open" in result.error:
-                return "ok"  # the state the subgoal wanted is already there
-            if "cannot be placed" in result.error or "No valid positions" in result.error or tries >= 3:
-                if not sg.use:
-                    self.excluded.add(target)
-                tries = 0 if not sg.use else tries
-            if sg.use and tries >= 4:
-                return "gave_up"
+            outcome, mode = self._react(sg, target, result.error, tries, mode)
+            if outcome:
+                return outcome
+
+    def _react(self, sg: Subgoal, target: int, error: str, tries: int, mode: str) -> tuple[str, str]:
+        """What to do after a failed interaction: (outcome to return or "", next approach mode)."""
+        if "CLOSED" in error:
+            return "closed", mode
+        if "if it's already" in error or "is already open" in error:
+            return "ok", mode  # the state the subgoal wanted is already there
+        no_room = "No valid positions" in error
+        if no_room and mode != "close":
+            return "", "close"  # AI2-THOR's put often wants the agent closer: step in and retry
+        if no_room or "cannot be placed" in error or tries % 3 == 0:
+            if not sg.use:
+                self.excluded.add(target)
+            elif tries >= 4:
+                return "gave_up", mode
+        return "", "normal"
 
     def _interaction(self, sg: Subgoal, target: int) -> Action:
         if sg.action == "PutObject":
@@ -396,17 +414,18 @@ class FilmAgent:
     def _believed(self, i: int) -> np.ndarray:
         return self.w.pos[i] + self.noise[i]
 
-    def _approach(self, target: int, eager: bool = False) -> Behaviour:
+    def _approach(self, target: int, mode: str = "normal") -> Behaviour:
         """Walk to a cell near the (believed) target, turn to it and tilt the camera onto it.
 
-        ``eager``: stop at the edge of FILM's interaction threshold (1.25-1.75 m), often too far.
+        ``mode``: "normal" (within 1 m), "close" (as close as possible), or "eager" (stop at the edge of
+        FILM's interaction threshold, 1.25-1.75 m, often too far).
         """
         if target == self.w.held:
             return True
         p = self._believed(target)
         d = np.hypot(self.map.xz[:, 0] - p[0], self.map.xz[:, 1] - p[2])
-        near = 1.25 if eager else 0.0
-        for reach in (1.75, 3.0) if eager else (1.0, 1.25, 1.5, 3.0):
+        near = 1.25 if mode == "eager" else 0.0
+        for reach in APPROACH_REACH[mode]:
             goals = np.flatnonzero((d <= reach) & (d > near) & ~self.map.blocked)
             if len(goals):
                 break

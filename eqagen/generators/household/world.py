@@ -33,6 +33,9 @@ from eqagen.generators.household.objects import Catalog, catalog
 from eqagen.generators.household.scene import GRID_SIZE, HouseholdScene
 
 VISIBILITY_DISTANCE = 1.5  # AI2-THOR's default visibilityDistance (ALFRED's VISIBILITY_DISTANCE)
+# PutObject needs the receptacle closer than mere visibility (allenai/ai2thor#722: puts on visible
+# receptacles fail until the agent moves closer); the threshold is this project's choice, not measured.
+PUT_REACH = 1.0
 FIELD_OF_VIEW = 90.0  # AI2-THOR's default camera fieldOfView (degrees)
 CAMERA_HEIGHT = 0.675  # camera above the agent's reported y (about 1.58 m above the floor)
 HORIZON_STEP, HORIZON_MIN, HORIZON_MAX = 15.0, -30.0, 60.0
@@ -457,7 +460,7 @@ class HouseholdWorld:
         compatible = self.compatible[r, h] or getattr(self, "_forced", False)
         if not compatible or r == h or self.parent[r] == h:
             return f"{self.types[h]} cannot be placed in {self.native_id[r]}"
-        if self._occupancy(r) >= self.capacity[r]:
+        if self._occupancy(r) >= self.capacity[r] or self.eff_dist[r] > PUT_REACH:
             return "No valid positions to place object found"
         return ""
 
