@@ -117,13 +117,23 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
 
         return generate_inline(config, out_dir, on_batch=on_batch)
     from eqagen.flows.checkpoints import STATE_DIR
-    from eqagen.flows.server import apply_prefect_environment
+    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, sigterm_as_exit
 
+    started = time.perf_counter()
     home = out_dir / STATE_DIR / "prefect"
     apply_prefect_environment(home)  # before prefect is imported
-    from eqagen.flows.generate import run_with_prefect
+    server = LocalPrefectServer(home)
+    with sigterm_as_exit():
+        try:
+            server.launch()  # the server boots while this process imports Prefect and the stages
+            from eqagen.flows.generate import run_with_prefect
+            from eqagen.flows.stages import warm_imports
 
-    return run_with_prefect(config, out_dir, home, on_batch)
+            warm_imports(config)
+        except BaseException:
+            server.stop()
+            raise
+    return run_with_prefect(config, out_dir, home, on_batch, server=server, started_at=started)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,10 +20,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +66,36 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def template_path() -> Path:
+    """A freshly migrated, empty Prefect database kept in the temporary directory, per Prefect version.
+
+    Migrating a new SQLite database takes most of a cold server start (10-20 s here); a new output
+    directory starts from a copy of this one instead. It holds no run data: it is copied right after
+    the server has created it, before any flow ran.
+    """
+    import prefect
+
+    return Path(tempfile.gettempdir()) / f"eqagen-prefect-{prefect.__version__}-uid{os.getuid()}" / "empty.db"
+
+
+def seed_database(db: Path) -> None:
+    template = template_path()
+    if not db.exists() and template.exists():
+        shutil.copyfile(template, db)
+
+
+def save_template_database(db: Path) -> None:
+    """Snapshot a just-migrated database (SQLite's backup API: consistent while the server has it open)."""
+    template = template_path()
+    if template.exists() or not db.exists():
+        return
+    template.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
+    with contextlib.closing(sqlite3.connect(db)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
+        src.backup(dst)
+    os.replace(tmp, template)
+
+
 def free_port() -> int:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind(("127.0.0.1", 0))
@@ -78,6 +111,7 @@ class LocalPrefectServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.startup_seconds = 0.0
+        self._launched_at = 0.0
 
     @property
     def api_url(self) -> str:
@@ -93,8 +127,19 @@ class LocalPrefectServer:
         ]  # fmt: skip
 
     def start(self) -> str:
-        start = time.perf_counter()
+        """Launch (if not yet launched) and wait until the API answers; returns its URL."""
+        if self.process is None:
+            self.launch()
+        self._wait_healthy()
+        self.startup_seconds = time.perf_counter() - self._launched_at
+        save_template_database(self.home / "prefect.db")
+        return self.api_url
+
+    def launch(self) -> None:
+        """Start the server process without waiting, so the caller can import and plan meanwhile."""
+        self._launched_at = time.perf_counter()
         self.home.mkdir(parents=True, exist_ok=True)
+        seed_database(self.home / "prefect.db")
         self.port = free_port()
         env = {**os.environ, **prefect_environment(self.home), "PREFECT__SERVER_EPHEMERAL": "1"}
         parent = os.getpid()
@@ -103,9 +148,6 @@ class LocalPrefectServer:
                 self._command(), env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                 preexec_fn=lambda: _die_with_parent(parent),
             )  # fmt: skip
-        self._wait_healthy()
-        self.startup_seconds = time.perf_counter() - start
-        return self.api_url
 
     def _wait_healthy(self) -> None:
         import httpx

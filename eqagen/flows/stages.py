@@ -13,6 +13,7 @@ its package does not provide it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 from collections import Counter
@@ -82,6 +83,13 @@ def sample_episodes(batch: Batch) -> list[Episode]:
             backends[key] = get_backend(*key)
         out.append(backends[key].run(spec))
     return out
+
+
+def warm_imports(config: Any) -> None:
+    """Import the backend and the question engine now (e.g. while a server starts), not in the first task."""
+    get_backend(config.generation.family, config.generation.backend)
+    with contextlib.suppress(ImportError):
+        default_sampler()
 
 
 def default_sampler() -> Sampler:
