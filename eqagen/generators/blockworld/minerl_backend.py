@@ -3,8 +3,9 @@
 The world (generated, or read from a file) is written as a save directory, MineRL is started on it
 with ``FileWorldGenerator``, and the explorer's planned moves are driven closed-loop: each planned
 turn is one ``camera`` action, each planned one-block move repeats its movement keys until the
-observed ``location_stats`` reach the next block's centre (or a tick budget runs out, recorded as a
-failed step with error ``blocked``). The observed poses become the episode's steps; entities,
+observed ``location_stats`` come within 0.3 blocks of the next block's centre (or a tick budget runs
+out, recorded as a failed step with error ``blocked``). Before the first step the camera is turned to
+the plan's starting view. The observed poses become the episode's steps; entities,
 visibility and events are computed from those poses in the voxel world, as for the other backends.
 
 Spaces used (MineRL 1.0 human-control spec): actions ``forward back left right jump sneak sprint
@@ -136,9 +137,18 @@ class _Driver:
         self.walk.pitch.append(float(pose[4]))
         self.walk.errors.append(error)
 
+    def align(self, pose: np.ndarray, yaw: float, pitch: float) -> tuple[np.ndarray, int]:
+        """Turn the camera to the plan's starting view (the simulator's spawn facing is its own)."""
+        d_yaw = float((yaw - pose[3] + 180.0) % 360.0 - 180.0)
+        d_pitch = float(pitch - pose[4])
+        if abs(d_yaw) < 1e-6 and abs(d_pitch) < 1e-6:
+            return pose, 0
+        obs, _reward, _done, _info = self.env.step(_env_action(self.env, minerl_action((d_pitch, d_yaw))))
+        return _location(obs), 1
+
     def play(self, plan: Walk) -> Walk:
-        pose = _location(self.env.reset())
-        self.record("Initialize", minerl_action(), pose, 0, "")
+        pose, ticks = self.align(_location(self.env.reset()), plan.yaw[0], plan.pitch[0])
+        self.record("Initialize", minerl_action(), pose, ticks, "")
         for name, planned, feet in zip(plan.actions[1:], plan.args[1:], plan.feet[1:]):
             action = {k: planned[k] for k in (*ACTION_KEYS, "camera")}
             moving = any(action[k] for k in ("forward", "back", "left", "right"))
@@ -194,7 +204,7 @@ class MinerlBlockworld:
                 for i in range(n_episodes)
             ]
         specs = EmbeddedBlockworld().plan(n_episodes, seed, params)
-        return [EpisodeSpec(s.family, self.backend, s.scene_id, s.seed, s.index, s.params) for s in specs]
+        return [EpisodeSpec(s.family, self.backend, s.scene_id, s.seed, s.index, {**params, **s.params}) for s in specs]
 
     def _world(self, spec: EpisodeSpec) -> BlockWorld:
         if "path" in spec.params:
