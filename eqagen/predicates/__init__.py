@@ -20,6 +20,15 @@ from eqagen.predicates.registry import (
     world_support,
 )
 
+
+def sample_questions(episode, config, rng):  # type: ignore[no-untyped-def]
+    """Question records of one episode and the rejection counts (see
+    :func:`eqagen.templates.records.sample_questions`; imported lazily, the text lives in templates)."""
+    from eqagen.templates.records import sample_questions as _sample
+
+    return _sample(episode, config, rng)
+
+
 __all__ = [
     "REGISTRY",
     "Anchored",

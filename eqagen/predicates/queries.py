@@ -19,8 +19,8 @@ from eqagen.predicates.registry import Outcome, register_query
 STATE_WORDS = {
     "open": ("open", "closed"),
     "toggled": ("on", "off"),
-    "broken": ("broken", "not broken"),
-    "sliced": ("sliced", "not sliced"),
+    "broken": ("broken", "intact"),
+    "sliced": ("sliced", "whole"),
     "filled": ("filled with liquid", "empty"),
 }
 

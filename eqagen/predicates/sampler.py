@@ -207,7 +207,8 @@ def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> 
         used = build_filters(index, config, q, seed, n, mix, rng)
     if not used:
         return "no_satisfiable_filter"
-    return Program(tuple(index.specs[i] for i in used), with_subject(q, subject))
+    specs = sorted((index.specs[i] for i in used), key=lambda s: (s.family, s.key, s.value))
+    return Program(tuple(specs), with_subject(q, subject))
 
 
 # -- checks ----------------------------------------------------------------------------------------------

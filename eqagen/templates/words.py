@@ -1,0 +1,106 @@
+"""Words for the templates: readable type names, plurals, articles, ordinals, event verbs, lists.
+
+Kept in code rather than in the templates because they are small pure functions the templates call as
+filters (``{{ t | label }}``) and that tests check directly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+_IRREGULAR = {"knife": "knives", "shelf": "shelves", "loaf": "loaves", "leaf": "leaves", "mouse": "mice",
+              "person": "people", "tomato": "tomatoes", "potato": "potatoes", "glass": "glasses", "sheep": "sheep",
+              "fish": "fish", "cactus": "cacti"}  # fmt: skip
+_ORDINALS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+             "tenth", "eleventh", "twelfth")  # fmt: skip
+# event kind -> (base form, past form) of the verb phrase; the object goes after it
+EVENT_VERBS = {
+    "open": ("open", "opened"),
+    "close": ("close", "closed"),
+    "pickup": ("pick up", "picked up"),
+    "put": ("put down", "put down"),
+    "drop": ("drop", "dropped"),
+    "throw": ("throw", "threw"),
+    "toggle_on": ("switch on", "switched on"),
+    "toggle_off": ("switch off", "switched off"),
+    "slice": ("slice", "sliced"),
+    "break": ("break", "broke"),
+    "clean": ("clean", "cleaned"),
+    "dirty": ("dirty", "dirtied"),
+    "heat": ("heat", "heated"),
+    "cool": ("cool", "cooled"),
+    "cook": ("cook", "cooked"),
+    "fill": ("fill", "filled"),
+    "empty": ("empty", "emptied"),
+    "use_up": ("use up", "used up"),
+    "mine": ("mine", "mined"),
+    "craft": ("craft", "crafted"),
+    "attack": ("attack", "attacked"),
+    "enter_region": ("enter", "entered"),
+}
+
+
+@lru_cache(maxsize=4096)
+def label(type_name: str) -> str:
+    """``CounterTop`` -> ``countertop``-style readable name: camel case split, lower case (``SinkBasin`` ->
+    ``sink basin``, ``TVStand`` -> ``tv stand``, ``AppleSliced`` -> ``apple slice``)."""
+    if not type_name:
+        return ""
+    words = re.findall(r"[A-Z]+(?=[A-Z][a-z]|\d|\b)|[A-Z]?[a-z]+|[A-Z]+|\d+", type_name.replace("_", " "))
+    text = " ".join(w.lower() for w in words) if words else type_name.lower()
+    if text.endswith(" sliced"):
+        text = text[: -len("sliced")] + "slice"
+    return {"counter top": "countertop"}.get(text, text)
+
+
+@lru_cache(maxsize=4096)
+def plural(noun: str) -> str:
+    """English plural of the last word of ``noun``."""
+    head, _, last = noun.rpartition(" ")
+    if last in _IRREGULAR:
+        out = _IRREGULAR[last]
+    elif re.search(r"(s|x|z|ch|sh)$", last):
+        out = last + "es"
+    elif re.search(r"[^aeiou]y$", last):
+        out = last[:-1] + "ies"
+    else:
+        out = last + "s"
+    return f"{head} {out}" if head else out
+
+
+def article(phrase: str) -> str:
+    """``a`` or ``an`` before ``phrase``."""
+    return "an" if phrase[:1].lower() in "aeiou" else "a"
+
+
+def with_article(phrase: str) -> str:
+    return f"{article(phrase)} {phrase}"
+
+
+def ordinal(n: int) -> str:
+    return _ORDINALS[n] if 0 <= n < len(_ORDINALS) else f"{n}th"
+
+
+def verb(kind: str, past: bool = False) -> str:
+    """The verb phrase of an event kind (``pickup`` -> ``pick up`` / ``picked up``)."""
+    base, done = EVENT_VERBS.get(kind, (kind.replace("_", " "), kind.replace("_", " ") + "ed"))
+    return done if past else base
+
+
+def count_phrase(n: int, noun: str) -> str:
+    return with_article(noun) if n == 1 else f"{n} {plural(noun)}"
+
+
+def list_phrase(type_names: list[str]) -> str:
+    """``["Apple", "Cup", "Cup"]`` -> ``an apple and 2 cups`` (types in sorted order)."""
+    counts = Counter(label(t) for t in type_names)
+    parts = [count_phrase(n, noun) for noun, n in sorted(counts.items())]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def coords(xyz: tuple[float, float, float]) -> str:
+    return f"(x={xyz[0]:.2f}, y={xyz[1]:.2f}, z={xyz[2]:.2f})"
