@@ -93,13 +93,28 @@ class EmbeddedHouseholdBackend:
         return run_episode(scene, spec.seed, spec.index, p, backend=self.backend)
 
 
-def run_episode(scene: HouseholdScene, seed: int, index: int, p: HouseholdParams, backend: str = "embedded") -> Episode:
-    """One agent episode in one scene (also used by benchmarks and tests)."""
+def simulate(scene: HouseholdScene, seed: int, index: int, p: HouseholdParams) -> tuple[HouseholdWorld, FilmAgent]:
+    """Run the agent in a fresh world and return both (the world keeps the step-by-step record)."""
     rng = derive_rng(seed, "household-episode", scene.scene_id, index)
     task = validate_task(AlfredTask.from_dict(p.task), scene) if p.task else sample_task(scene, rng)
     world = HouseholdWorld(scene, max_steps=p.max_steps)
     agent = FilmAgent(world, task, rng, AgentConfig(**p.agent))
-    success, reason = agent.run()
-    meta = {"success": success, "stop_reason": reason, "n_failures": agent.failures, "agent": "film-like"}
-    episode_id = make_episode_id(backend, scene.scene_id, seed, index)
-    return world.to_episode(episode_id, backend, seed, {"type": "alfred", **task.to_dict()}, meta)
+    agent.run()
+    return world, agent
+
+
+def episode_of(world: HouseholdWorld, agent: FilmAgent, seed: int, index: int, backend: str = "embedded") -> Episode:
+    meta = {
+        "success": agent.stop_reason == "success",
+        "stop_reason": agent.stop_reason,
+        "n_failures": agent.failures,
+        "agent": "film-like",
+    }
+    episode_id = make_episode_id(backend, world.scene.scene_id, seed, index)
+    return world.to_episode(episode_id, backend, seed, {"type": "alfred", **agent.task.to_dict()}, meta)
+
+
+def run_episode(scene: HouseholdScene, seed: int, index: int, p: HouseholdParams, backend: str = "embedded") -> Episode:
+    """One agent episode in one scene (also used by benchmarks and tests)."""
+    world, agent = simulate(scene, seed, index, p)
+    return episode_of(world, agent, seed, index, backend)
