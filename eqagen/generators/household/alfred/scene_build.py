@@ -139,7 +139,7 @@ class _Candidate:
 
 # Where an object can be when an enclosing receptacle holds it: horizontal reach and the (min, max) of its
 # height above the receptacle's origin (a fridge's origin is at its base; a cabinet's at its centre).
-INSIDE_BOX = {"Fridge": (0.6, (-0.05, 1.9)), "default": (0.45, (-0.4, 0.1))}
+INSIDE_BOX = {"Fridge": (0.45, (-0.05, 1.9)), "default": (0.45, (-0.4, 0.1))}
 ON_SMALL = (0.25, (-0.05, 0.3))  # what a pickupable receptacle (plate, mug, pot) holds is right on it
 SURFACE_BELOW = -0.1  # a surface's origin is at or below what rests on it (to a rounding margin)
 
@@ -327,7 +327,7 @@ def expert_cells(traj: AlfredTrajectory) -> np.ndarray:
 def merge_cells(grid: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, int]:
     """The union of two ``[K, 2]`` cell sets (layout order first) and how many cells ``extra`` added."""
     grid = np.asarray(grid, dtype=np.float64).reshape(-1, 2)
-    extra = np.asarray(extra, dtype=np.float64).reshape(-1, 2)
+    extra = np.unique(np.round(np.asarray(extra, dtype=np.float64).reshape(-1, 2), 6), axis=0)
     if len(extra) == 0:
         return grid, 0
     d = np.abs(extra[:, None, :] - grid[None, :, :]).sum(axis=2).min(axis=1) if len(grid) else np.full(len(extra), 1.0)

@@ -1,0 +1,127 @@
+"""Scenes from real trajectories: the real grid, receptacles where their ids say, movables at their poses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqagen.generators.household.alfred.reader import (
+    AlfredTrajectory,
+    ObjectPose,
+    format_object_id,
+    iter_trajectory_paths,
+    parse_object_id,
+    read_layout,
+    read_trajectory,
+)
+from eqagen.generators.household.alfred.scene_build import (
+    build_alfred_scene,
+    expert_cells,
+    merge_cells,
+    room_kind,
+)
+
+
+def test_room_kind_follows_ithor_numbering():
+    assert [room_kind(f"FloorPlan{n}") for n in (1, 30, 201, 330, 430)] == [
+        "kitchen", "kitchen", "living_room", "bedroom", "bathroom"]  # fmt: skip
+
+
+def _walk(actions: list[str]) -> AlfredTrajectory:
+    low = [{"action": a, "moveMagnitude": 0.25} if a == "MoveAhead" else {"action": a} for a in actions]
+    return AlfredTrajectory(Path("x"), "t", "FloorPlan1", 1, [], [], False,
+                            {"x": 1.0, "y": 0.9, "z": -0.5, "rotation": 0, "horizon": 30}, low_actions=low)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["MoveAhead", "RotateLeft", "RotateRight", "LookDown"]), max_size=40))
+def test_expert_cells_dead_reckon_on_the_grid(actions: list[str]):
+    cells = expert_cells(_walk(actions))
+    moves = actions.count("MoveAhead")
+    assert 1 <= len(cells) <= moves + 1
+    assert np.allclose(cells * 4, np.round(cells * 4))  # on the 0.25 m grid
+    steps = np.abs(np.diff(cells, axis=0)).sum(axis=1) if len(cells) > 1 else np.zeros(0)
+    assert np.all(steps > 0)  # unique cells
+    # every cell is within the number of moves of the start (Manhattan, in grid steps)
+    assert np.all(np.abs(cells - (1.0, -0.5)).sum(axis=1) <= 0.25 * moves + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-8, 8), st.integers(-8, 8)), max_size=30),
+       st.lists(st.tuples(st.integers(-8, 8), st.integers(-8, 8)), max_size=30))  # fmt: skip
+def test_merge_cells_is_a_union(a, b):
+    ga, gb = np.array(a, dtype=float).reshape(-1, 2) / 4, np.array(b, dtype=float).reshape(-1, 2) / 4
+    merged, added = merge_cells(np.unique(ga, axis=0), gb)
+    assert {tuple(c) for c in merged} == {tuple(c) for c in np.concatenate([ga, gb])}
+    assert added == len({tuple(c) for c in gb} - {tuple(c) for c in ga})
+
+
+def test_tiny_scene_places_the_apple_on_the_nearest_counter(tiny_traj: Path, tmp_path: Path):
+    import json
+
+    lay = tmp_path / "lay"
+    lay.mkdir()
+    np.save(lay / "FloorPlan1-layout.npy", np.array([[0.0, 0.0], [0.25, 0.0], [0.5, 0.0]]))
+    (lay / "FloorPlan1-objects.json").write_text(json.dumps(["CounterTop", "Fridge", "Apple"]))
+    (lay / "FloorPlan1-openable.json").write_text(json.dumps({
+        "CounterTop|+00.50|+00.90|-01.20": [0.5, 0.0, 180, 30], "CounterTop|+03.00|+00.90|-01.00": [2, 0, 180, 30],
+        "Fridge|+00.60|+00.00|-01.50": [0.5, 0.0, 180, 0]}))  # fmt: skip
+    built = build_alfred_scene(read_trajectory(tiny_traj), read_layout("FloorPlan1", lay))
+    scene = built.scene
+    scene.validate()
+    apple = next(o for o in scene.objects if o.object_type == "Apple")
+    assert apple.object_id == "Apple|+00.50|+00.95|-01.00" and apple.parent == "CounterTop|+00.50|+00.90|-01.20"
+    assert built.position_source[apple.object_id] == "pose" and built.parent_source[apple.object_id] == "inferred"
+    assert scene.agent_start == (0.0, 0.9, 0.0, 90.0, 30.0) and scene.room_kind == "kitchen"
+
+
+@pytest.mark.realdata
+def test_real_scenes_are_consistent(valid_seen: Path, tests_seen: Path, layouts: Path):
+    paths = list(iter_trajectory_paths(valid_seen))[::5] + list(iter_trajectory_paths(tests_seen))[::10]
+    for path in paths:
+        traj = read_trajectory(path)
+        lay = read_layout(traj.floor_plan, layouts)
+        built = build_alfred_scene(traj, lay)
+        scene = built.scene
+        scene.validate()  # unique ids, known parents, the start on a reachable cell
+        by_id = {o.object_id: o for o in scene.objects}
+        for oid in lay.openable:  # every layout receptacle at the position its objectId encodes
+            pid = parse_object_id(oid)
+            if oid in by_id:
+                assert np.allclose(by_id[oid].position, pid.position)
+        for pose in traj.object_poses:  # every movable object at its recorded pose
+            o = by_id.get(format_object_id(pose.object_type, pose.position))
+            assert o is None or np.allclose(o.position, pose.position)
+        assert sum(s == "pose" for s in built.position_source.values()) >= len(traj.object_poses) - 3
+        # the layout's grid is kept whole; cells the expert stood on are added
+        assert len(scene.reachable) == len(lay.reachable) + built.added_cells
+
+
+@pytest.mark.realdata
+def test_toggles_and_dirty_flags_follow_the_trajectory(valid_seen: Path, layouts: Path):
+    for path in iter_trajectory_paths(valid_seen):
+        traj = read_trajectory(path)
+        if traj.object_toggles and traj.dirty_and_empty:
+            break
+    else:
+        pytest.skip("no trajectory with both toggles and dirty_and_empty")
+    scene = build_alfred_scene(traj, read_layout(traj.floor_plan, layouts)).scene
+    lamp_type = traj.object_toggles[0]["objectType"]
+    assert all(not o.is_toggled for o in scene.objects if o.object_type == lamp_type)
+    from eqagen.generators.household.objects import catalog
+
+    movables = [o for o in scene.objects if catalog().get(o.object_type).can("pickupable")]
+    assert all(o.is_dirty == catalog().get(o.object_type).can("dirtyable") for o in movables)
+
+
+def test_pose_ids_stay_unique_for_duplicate_poses(tiny_traj: Path, layouts_or_tmp=None):
+    traj = read_trajectory(tiny_traj)
+    traj.object_poses.append(ObjectPose("Apple_1a2b", "Apple", (0.5, 0.95, -1.0), (0.0, 0.0, 0.0)))
+    from eqagen.generators.household.alfred.scene_build import _pose_objects
+
+    ids = [oid for oid, *_ in _pose_objects(traj)]
+    assert len(set(ids)) == 2
