@@ -4,7 +4,7 @@ Filter family ``region``: ``quadrant`` (the entity lies in the northwest, northe
 southeast quarter of the world) and ``in_structure`` (inside a house, garden, ... ; an object with
 several instances is anchored per instance). The built-in ``property:material``, ``position``
 (situated: left of you, in front of the wagon) and ``moment`` (after you entered the house: events
-``enter_structure``/``exit_structure``) families apply as they are.
+``enter``/``exit`` of a structure) families apply as they are.
 
 Queries:
 
@@ -62,17 +62,11 @@ def quadrant_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return [FilterSpec("region", key, q) for q in QUADRANT_NAMES if q in seen]
 
 
-def quadrant_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    v = ctx.attribute("quadrant")[e]
-    return [FilterSpec("region", key, str(v))] if v else []
-
-
 @register_filter(
     "region",
     ("quadrant",),
     quadrant_values,
     slot="post",
-    values_at=quadrant_values_at,
     phrases={"quadrant": "in the {{ value }}"},
     labels={"quadrant": "in the quadrant"},
 )
@@ -101,17 +95,11 @@ def in_structure_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return [FilterSpec("region", key, k) for k in sorted(kinds)]
 
 
-def in_structure_values_at(ctx: EpisodeContext, key: str, t: int, e: int) -> list[FilterSpec]:
-    o = int(_structure_of(ctx)[e])
-    return [FilterSpec("region", key, str(ctx.types[o]))] if o >= 0 and ctx.observed[o] else []
-
-
 @register_filter(
     "region",
     ("in_structure",),
     in_structure_values,
     slot="post",
-    values_at=in_structure_values_at,
     phrases={"in_structure": "inside the {{ value }}{{ anchor }}"},
     labels={"in_structure": "inside the structure"},
 )
@@ -152,7 +140,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     applies=lambda ctx, q: _category_mask(ctx, CATEGORY_OF.get(q.arg, "")),
     answer_type="yes/no",
     categories=("object recognition", "existence"),
-    template="Are there {{ query.args.noun }}{{ post }}{{ when }}?",
+    template="Are there {{ np.bare | replace(subject, q.args.noun, 1) }}{{ when }}?",
 )
 def exists_kind(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``yes`` with the entities of the asked kind in the selection, else ``no`` with what it holds."""
@@ -179,11 +167,11 @@ def _has_material(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     categories=("attribute recognition", "attribute"),
     max_targets=True,
     template=(
-        "{% set s = query.args.get('subject') %}"
-        "{% if s == 'garden' %}What type of fence is around the garden{{ post }}{{ when }}?"
-        "{% elif s in ('tree', 'fungus') %}What kind of wood is the {{ s }}{{ post }}{{ when }}?"
-        "{% elif s %}What is the {{ s }}{{ post }}{{ when }} made of?"
-        "{% else %}What are the things{{ post }}{{ when }} made of?{% endif %}"
+        "{% set s = q.args.get('subject') %}"
+        "{% if s == 'garden' %}What type of fence is around {{ np.the }}{{ when }}?"
+        "{% elif s in ('tree', 'fungus') %}What wood is {{ np.the }} made of{{ when }}?"
+        "{% elif s %}What is {{ np.the }} made of{{ when }}?"
+        "{% else %}What are the {{ np.plural }} made of{{ when }}?{% endif %}"
     ),
 )
 def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
@@ -197,7 +185,10 @@ def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     applies=lambda ctx, q: np.array([bool(b) for b in ctx.attribute("biome")], dtype=bool),
     answer_type="biome",
     categories=("world knowledge", "knowledge"),
-    template="In which biome {{ 'is' }} the {{ query.args.get('subject', 'place') }}{{ post }}{{ when }}?",
+    template=(
+        "{% if q.args.get('subject') %}In which biome is {{ np.the }}{{ when }}?"
+        "{% else %}In which biome are the {{ np.plural }}{{ when }}?{% endif %}"
+    ),
 )
 def get_biome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     ents = _seen(mask)
@@ -219,9 +210,11 @@ def region_args(ctx: EpisodeContext) -> list[QuerySpec]:
     categories=("object localization", "location"),
     max_targets=True,
     template=(
-        "{% if query.arg == 'quadrant' %}In which part of the world is the {{ query.args.get('subject', 'thing') }}"
-        "{{ post }}{{ when }}?{% else %}Which structure is the {{ query.args.get('subject', 'thing') }}{{ post }}"
-        "{{ when }} in?{% endif %}"
+        "{% set one = q.args.get('subject') %}"
+        "{% if q.arg == 'quadrant' and one %}In which part of the world is {{ np.the }}{{ when }}?"
+        "{% elif q.arg == 'quadrant' %}In which parts of the world are the {{ np.plural }}{{ when }}?"
+        "{% elif one %}Which structure is {{ np.the }} in{{ when }}?"
+        "{% else %}Which structures are the {{ np.plural }} in{{ when }}?{% endif %}"
     ),
 )
 def get_region(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:

@@ -4,7 +4,8 @@ Entities are the world's mobs, chests, structures and plants (trees, cacti, neth
 attributes (category, biome, quadrant, material, the structure they are inside, a chest's items).
 Mobs stand still while the player walks (no mob AI is simulated), so positions are constant; the
 timeline's ``visible`` field says which entities the player could see at each step. Events are
-``enter_structure``/``exit_structure`` (the player's feet entering or leaving a structure's box).
+``enter``/``exit`` (the player's feet entering or leaving a structure's box: "after you entered the
+house").
 Regions are the structures and the four quadrants. The world's
 ground truth (biome, block counts, mobs, plants and structures per quadrant, blocks seen) is kept in
 ``episode.meta`` so every answer can be recomputed from the episode alone.
@@ -169,8 +170,8 @@ def _structure_events(world: BlockWorld, ents: list[WorldEntity], feet: np.ndarr
         inside = s.contains(feet + _v(0.0, 0.1, 0.0)).astype(np.int8)
         change = np.diff(np.concatenate([[0], inside]))
         k = ids.index(s.structure_id)
-        raw += [(int(t), "enter_structure", k, -1) for t in np.flatnonzero(change == 1)]
-        raw += [(int(t), "exit_structure", k, -1) for t in np.flatnonzero(change == -1)]
+        raw += [(int(t), "enter", k, -1) for t in np.flatnonzero(change == 1)]
+        raw += [(int(t), "exit", k, -1) for t in np.flatnonzero(change == -1)]
     return raw
 
 

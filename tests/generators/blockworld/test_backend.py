@@ -67,12 +67,12 @@ def test_events_match_the_poses():
     for spec in b.plan(4, 2, {"biomes": ["town"]}):
         ep = b.run(spec)
         for e in ep.events:
-            assert e.kind in ("enter_structure", "exit_structure")
+            assert e.kind in ("enter", "exit")
             r = next(r for r in ep.regions if r.region_id == ep.entities.native_id[e.entity])
             lo, hi = np.asarray(r.footprint[:3]), np.asarray(r.footprint[3:])
             p = ep.steps.pose[e.t, :3] + UP
             inside = bool(np.all((p >= lo - 1e-4) & (p <= hi + 1e-4)))
-            assert inside == (e.kind == "enter_structure")
+            assert inside == (e.kind == "enter")
 
 
 def test_world_file_backend_on_saved_world_matches_embedded(tmp_path):

@@ -1,38 +1,35 @@
 """pqb-minecraft: every kept question has environments with different answers; yes/no is blind-proof.
 
-The question records' text and keys are built by the pipeline's record stage; here the balance key is
-the program's canonical signature (the ungrounded question) and the answer key the joined answer
-values, which is what the record stage compares too.
+Candidates are the question records of the preset's embedded worlds (``sample_questions``); the
+curation stage's ``balance`` keeps, per question text (``balance_key``), environments whose answers
+are equally frequent.
 """
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from eqagen.config import read_preset, validate_config
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance, blind_baseline
 from eqagen.generators import get_backend
-from eqagen.predicates import context_for
-from eqagen.predicates.sampler import sample_programs
+from eqagen.predicates import sample_questions
 
 
 def _candidates(n_episodes: int, seed: int) -> pa.Table:
     config = validate_config(read_preset("pqb-minecraft"), "pqb-minecraft")
     questions = config.questions.model_copy(update={"questions_per_episode": 10})
     backend = get_backend("blockworld", "embedded")
-    rows = {"question_id": [], "scene_id": [], "balance_key": [], "answer_key": [], "answer_type": []}
+    columns = ("question_id", "scene_id", "balance_key", "answer_key", "answer_type", "question", "grounded")
+    rows: dict[str, list] = {c: [] for c in columns}
     for spec in backend.plan(n_episodes, seed, {"max_steps": config.generation.max_steps}):
         ep = backend.run(spec)
-        accepted, _ = sample_programs(context_for(ep), questions, derive_rng(seed, "questions", ep.episode_id))
-        for acc in accepted:
-            if acc.ambiguous:
-                continue  # grounded questions name coordinates of one environment: never balanced across
-            rows["question_id"].append(f"{ep.episode_id}/{acc.program.signature()}")
-            rows["scene_id"].append(ep.scene_id)
-            rows["balance_key"].append(acc.program.signature())
-            rows["answer_key"].append(" | ".join(sorted(g.value for g in acc.groups)))
-            rows["answer_type"].append("yes/no" if acc.program.query.name == "existsKind" else "other")
+        records, _ = sample_questions(ep, questions, derive_rng(seed, "questions", ep.episode_id))
+        for r in records:
+            d = r.to_dict()
+            for c in columns:
+                rows[c].append(d[c])
     return pa.table(rows)
 
 
@@ -49,10 +46,10 @@ def _check(table: pa.Table, min_questions: int) -> None:
         assert len(answers) >= 2, key
         sizes = {len(s) for s in answers.values()}
         assert len(sizes) == 1, (key, answers)  # every answer equally often
-    yes_no = kept.filter(pa.compute.equal(kept.column("answer_type"), "yes/no"))
+    yes_no = kept.filter(pc.equal(kept.column("answer_type"), "yes/no"))
     assert yes_no.num_rows > 0
     assert blind_baseline(yes_no)["accuracy"] <= 0.51
-    pool_yes_no = table.filter(pa.compute.equal(table.column("answer_type"), "yes/no"))
+    pool_yes_no = table.filter(pc.equal(table.column("answer_type"), "yes/no"))
     assert blind_baseline(pool_yes_no)["accuracy"] > blind_baseline(yes_no)["accuracy"]
 
 
