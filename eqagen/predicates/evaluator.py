@@ -72,7 +72,7 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
         out = qdef.fn(ctx, program.query, gmask)
         if out is None:
             continue
-        last_t = _last_steps(gmask, out.entities)
+        last_t = out.steps if out.steps is not None else _last_steps(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
     return groups
 

@@ -82,13 +82,16 @@ def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | 
     """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
     the event's step (what the agent did, seen or not)."""
     if query.arg == "objects":
-        ents = seen_entities(mask & ctx.data)
-        return Outcome(ents, str(ents.size)) if ents.size else None
+        seen = mask & ctx.data
+        ents = seen_entities(seen)
+        return Outcome(ents, str(ents.size), last_step(seen, ents)) if ents.size else None
     t, ent = event_arrays(ctx, query.args["kind"])
     hit = mask[t, ent]
     if not hit.any():
         return None
-    return Outcome(np.unique(ent[hit]), str(int(hit.sum())))
+    ents = np.unique(ent[hit])
+    last = np.array([t[hit & (ent == e)].max() for e in ents.tolist()], dtype=np.int64)  # its last counted event
+    return Outcome(ents, str(int(hit.sum())), last)
 
 
 def event_arrays(ctx: EpisodeContext, kind: str) -> tuple[np.ndarray, np.ndarray]:

@@ -61,6 +61,7 @@ class Outcome:
 
     entities: np.ndarray  # int [k], sorted, distinct
     value: str
+    steps: np.ndarray | None = None  # int [k]: where each entity is reported; None: its last selected step
 
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]

@@ -1,0 +1,19 @@
+"""Shared by the predicate tests: household episodes from the embedded backend, and answer comparison."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from eqagen.core import AnswerGroup, Episode
+from eqagen.generators.base import get_backend
+
+
+@lru_cache(maxsize=4)
+def household_episodes(n: int, seed: int = 0) -> tuple[Episode, ...]:
+    backend = get_backend("household", "embedded")
+    return tuple(backend.run(spec) for spec in backend.plan(n, seed, {"max_steps": 250}))
+
+
+def comparable(groups: list[AnswerGroup]) -> list[tuple]:
+    """A structured answer in the reference evaluator's form."""
+    return [(g.anchor, [(r.entity, r.type, tuple(r.position)) for r in g.result], g.value) for g in groups]
