@@ -103,22 +103,23 @@ def test_real_scenes_are_consistent(valid_seen: Path, tests_seen: Path, layouts:
 
 @pytest.mark.realdata
 def test_toggles_and_dirty_flags_follow_the_trajectory(valid_seen: Path, layouts: Path):
-    for path in iter_trajectory_paths(valid_seen):
-        traj = read_trajectory(path)
-        if traj.object_toggles and traj.dirty_and_empty:
-            break
-    else:
-        pytest.skip("no trajectory with both toggles and dirty_and_empty")
-    scene = build_alfred_scene(traj, read_layout(traj.floor_plan, layouts)).scene
-    lamp_type = traj.object_toggles[0]["objectType"]
-    assert all(not o.is_toggled for o in scene.objects if o.object_type == lamp_type)
     from eqagen.generators.household.objects import catalog
 
+    trajs = [read_trajectory(p) for p in iter_trajectory_paths(valid_seen)]
+    toggled = next(t for t in trajs if t.object_toggles)
+    scene = build_alfred_scene(toggled, read_layout(toggled.floor_plan, layouts)).scene
+    lamp_type = toggled.object_toggles[0]["objectType"]
+    lamps = [o for o in scene.objects if o.object_type == lamp_type]
+    assert all(not o.is_toggled for o in lamps)  # {"isOn": false}: every lamp of that type starts off
+    dirty = next(t for t in trajs if t.dirty_and_empty)
+    scene = build_alfred_scene(dirty, read_layout(dirty.floor_plan, layouts)).scene
     movables = [o for o in scene.objects if catalog().get(o.object_type).can("pickupable")]
-    assert all(o.is_dirty == catalog().get(o.object_type).can("dirtyable") for o in movables)
+    assert movables and all(o.is_dirty == catalog().get(o.object_type).can("dirtyable") for o in movables)
+    clean = next(t for t in trajs if not t.dirty_and_empty)
+    assert not any(o.is_dirty for o in build_alfred_scene(clean, read_layout(clean.floor_plan, layouts)).scene.objects)
 
 
-def test_pose_ids_stay_unique_for_duplicate_poses(tiny_traj: Path, layouts_or_tmp=None):
+def test_pose_ids_stay_unique_for_duplicate_poses(tiny_traj: Path):
     traj = read_trajectory(tiny_traj)
     traj.object_poses.append(ObjectPose("Apple_1a2b", "Apple", (0.5, 0.95, -1.0), (0.0, 0.0, 0.0)))
     from eqagen.generators.household.alfred.scene_build import _pose_objects
