@@ -146,6 +146,20 @@ def _check_scene(task: AlfredTask, scene: HouseholdScene, counts: dict[str, int]
         raise TaskError(f"task {t} in scene {scene.scene_id}: no {missing} in the scene")
     if t == "pick_two_obj_and_place" and counts[task.object_target] < 2 and not task.object_sliced:
         raise TaskError(f"task {t} in scene {scene.scene_id}: needs two {task.object_target}, the scene has one")
+    if _already_placed(task, scene):
+        raise TaskError(f"task {t} in scene {scene.scene_id}: a {task.object_target} already starts in the goal")
+
+
+def _already_placed(task: AlfredTask, scene: HouseholdScene) -> bool:
+    """Whether the placement the task asks for already holds at the start (ALFRED never poses those)."""
+    if task.task_type == "look_at_obj_in_light" or task.object_sliced:
+        return False
+    by_id = {o.object_id: o for o in scene.objects}
+    goal = task.mrecep_target if task.task_type == "pick_and_place_with_movable_recep" else task.parent_target
+    return any(
+        o.object_type == task.object_target and o.parent is not None and by_id[o.parent].object_type == goal
+        for o in scene.objects
+    )
 
 
 def validate_task(
