@@ -51,13 +51,11 @@ class WalkGraph:
         return int(cand[int(np.argmin(d))])
 
 
-def _lookup(a: np.ndarray, cells: np.ndarray, offset: tuple[int, int, int], fill) -> np.ndarray:
-    """``a[cell + offset]`` for every cell, ``fill`` outside the array."""
-    p = cells + np.asarray(offset)
-    ok = np.all((p >= 0) & (p < np.asarray(a.shape)), axis=1)
-    out = np.full(len(cells), fill, dtype=a.dtype)
-    out[ok] = a[p[ok, 0], p[ok, 1], p[ok, 2]]
-    return out
+_PAD = 4  # border added around the arrays so every neighbour offset stays inside
+
+
+def _padded_flat(a: np.ndarray, fill) -> np.ndarray:
+    return np.pad(a, _PAD, constant_values=fill).reshape(-1)
 
 
 def build_walk_graph(world: BlockWorld) -> WalkGraph:
@@ -66,17 +64,22 @@ def build_walk_graph(world: BlockWorld) -> WalkGraph:
     cells = np.argwhere(stand)
     index = np.full(stand.shape, -1, dtype=np.int32)
     index[tuple(cells.T)] = np.arange(len(cells), dtype=np.int32)
+    # neighbour lookups as flat offsets into padded copies: one gather per (direction, height)
+    shape = np.asarray(stand.shape) + 2 * _PAD
+    strides = np.array([shape[1] * shape[2], shape[2], 1])
+    flat = (cells + _PAD) @ strides
+    index_p, passable_p = _padded_flat(index, -1), _padded_flat(passable, True)
     ids = np.arange(len(cells), dtype=np.int32)
-    head = _lookup(passable, cells, (0, 2, 0), True)  # headroom for a jump
+    head = passable_p[flat + 2 * strides[1]]  # headroom for a jump
     src_all, dst_all = [], []
     for dx, dz in STEPS:
         for dy in range(-_MAX_DROP, 2):
-            dst = _lookup(index, cells, (dx, dy, dz), -1)
+            dst = index_p[flat + np.dot((dx, dy, dz), strides)]
             ok = dst >= 0
             if dy == 1:
                 ok &= head
             for k in range(dy + 1, 2) if dy < 0 else ():  # the column passed through when dropping
-                ok &= _lookup(passable, cells, (dx, k, dz), True)
+                ok &= passable_p[flat + np.dot((dx, k, dz), strides)]
             src_all.append(ids[ok])
             dst_all.append(dst[ok])
     src, dst = np.concatenate(src_all), np.concatenate(dst_all)

@@ -194,7 +194,7 @@ def _regions(world: BlockWorld, frame: FrameTransform) -> list[Region]:
 
 def _blocks_seen_counts(world: BlockWorld, feet: np.ndarray, yaw: np.ndarray, pitch: np.ndarray) -> dict[str, int]:
     occluding = ~world.palette.see_through_table()[world.blocks]
-    every = slice(None, None, 6)
+    every = slice(None, None, 8)
     voxels = blocks_seen(occluding, feet[every], yaw[every], pitch[every])
     ids = world.blocks[voxels[:, 0], voxels[:, 1], voxels[:, 2]] if len(voxels) else np.zeros(0, int)
     counts = Counter(base_name(world.palette.states[i]) for i in ids.tolist())

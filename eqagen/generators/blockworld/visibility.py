@@ -78,13 +78,25 @@ def visible_points(
     points: np.ndarray,
     params: ViewParams | None = None,
 ) -> np.ndarray:
-    """``[T, P]`` visibility of points from the poses (feet positions in the voxel frame)."""
+    """``[T, P]`` visibility of points from the poses (feet positions in the voxel frame).
+
+    Line of sight does not depend on where the player looks, so it is marched once per distinct
+    (position, point) pair that is in view at some step from that position (turning on the spot is
+    free)."""
     params = params or ViewParams()
     eyes = feet + np.array([0.0, EYE_HEIGHT, 0.0])
     cone, _ = in_view_cone(eyes, yaw, pitch, points, params)
     t_idx, p_idx = np.nonzero(cone)
     out = np.zeros(cone.shape, dtype=bool)
-    out[t_idx, p_idx] = line_of_sight(occluding, eyes[t_idx], points[p_idx], params)
+    if t_idx.size == 0:
+        return out
+    _, place = np.unique(eyes, axis=0, return_inverse=True)
+    place = place.reshape(-1)
+    pair = place[t_idx].astype(np.int64) * len(points) + p_idx
+    uniq, back = np.unique(pair, return_inverse=True)
+    first_t = t_idx[np.unique(back, return_index=True)[1]]
+    seen = line_of_sight(occluding, eyes[first_t], points[uniq % len(points)], params)
+    out[t_idx, p_idx] = seen[back.reshape(-1)]
     return out
 
 
@@ -113,5 +125,5 @@ def blocks_seen(
     hit = inside & occluding.reshape(-1)[np.where(inside, flat, 0)]
     any_hit = hit.any(axis=1)
     first = np.argmax(hit, axis=1)
-    voxels = samples[np.flatnonzero(any_hit), first[any_hit]]
-    return np.unique(voxels, axis=0) if len(voxels) else np.zeros((0, 3), np.int64)
+    keys = np.unique(flat[np.flatnonzero(any_hit), first[any_hit]])
+    return np.stack(np.unravel_index(keys, occluding.shape), axis=1) if keys.size else np.zeros((0, 3), np.int64)
