@@ -1,5 +1,5 @@
 """``eqagen resplit IN --out OUT [--ratios 0.7,0.15,0.15] [--unseen-fraction 0.5] [--seed N]
-[--by scene|question] [--split-file F]``."""
+[--by scene|question] [--split-file F] [--no-report]``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--by", choices=("question", "scene"), default="question", help="unit of the split")
     parser.add_argument("--split-file", type=Path, help="scene -> split (JSON, CSV or TSV): reproduce a split")
+    parser.add_argument("--no-report", action="store_true", help="skip report.html (its plots are the slow part)")
     parser.set_defaults(func=run_resplit)
 
 
@@ -61,7 +62,7 @@ def run_resplit(args: argparse.Namespace) -> int:
     from eqagen.curation.resplit import resplit
 
     config = config_from_args(args)
-    stats = resplit(args.input, args.out, config, args.seed)
+    stats = resplit(args.input, args.out, config, args.seed, report=not args.no_report)
     fractions = ", ".join(f"{k} {v:.3f}" for k, v in stats["fraction"].items())
     unseen = ", ".join(f"{k} {v:.3f}" for k, v in stats["unseen_share"].items() if k != "train" and v is not None)
     print(f"re-split {stats['records']} questions into {args.out}: {fractions}; unseen share: {unseen}")

@@ -27,8 +27,9 @@ from eqagen.outputs.shards import ShardInfo, sha256_of, write_shards
 DEFAULT_ROWS_PER_SHARD = 5000
 
 
-def resplit(in_dir: Path, out_dir: Path, config: SplitConfig, seed: int) -> dict[str, Any]:
-    """Write ``in_dir``'s dataset to ``out_dir`` with a new split; returns the split statistics."""
+def resplit(in_dir: Path, out_dir: Path, config: SplitConfig, seed: int, report: bool = True) -> dict[str, Any]:
+    """Write ``in_dir``'s dataset to ``out_dir`` with a new split; returns the split statistics.
+    ``report=False`` skips report.html (its plots are the slow part)."""
     in_dir, out_dir = Path(in_dir), Path(out_dir)
     _check_out_dir(in_dir, out_dir)
     manifest = read_input_manifest(in_dir)
@@ -45,7 +46,7 @@ def resplit(in_dir: Path, out_dir: Path, config: SplitConfig, seed: int) -> dict
     new_manifest["resplit"] = {"seed": int(seed), "split": new_config["split"], "source_rows": manifest["rows"]}
     write_manifest(new_manifest, out_dir)
     episodes = read_shards([out_dir / s.path for s in written if s.path.startswith("episodes/")], EPISODES_SCHEMA)
-    write_audit_files(in_dir, out_dir, questions, episodes, stats, new_manifest)
+    write_audit_files(in_dir, out_dir, questions, episodes, stats, new_manifest, report)
     return stats
 
 
@@ -117,6 +118,7 @@ def write_audit_files(
     episodes: pa.Table,
     split_stats: dict[str, Any],
     manifest: dict[str, Any],
+    report: bool = True,
 ) -> None:
     """stats.json (the input's funnel and stage statistics, the new split's), card and report."""
     old_path = in_dir / "stats.json"
@@ -137,4 +139,5 @@ def write_audit_files(
     except ImportError:
         return
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
-    write_report(stats, out_dir / "report.html")
+    if report:
+        write_report(stats, out_dir / "report.html")

@@ -1,0 +1,149 @@
+"""Stratified splits: whole balance groups, held-out scenes, unseen share, fractions, strata, files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from eqagen.core import DataFileError
+from eqagen.curation.balance import balance
+from eqagen.curation.config import BalanceConfig, SplitConfig
+from eqagen.curation.split_file import read_split_file, write_split_file
+from eqagen.curation.splits import assign_splits, split
+from eqagen.curation.synthetic import candidate_pool
+from tests.curation.curation_checks import (
+    assert_blind_baseline_at_chance,
+    assert_exactly_balanced,
+    assert_groups_whole,
+    assert_split_targets,
+    rows,
+    split_fractions,
+    stratum_deviation,
+    unseen_shares,
+)
+
+
+@pytest.fixture(scope="module")
+def balanced() -> pa.Table:
+    pool = candidate_pool(60000, 21, n_scenes=1500, n_signatures=4, grounded_share=0.4)
+    out, _ = balance(pool, BalanceConfig(), seed=21)
+    return out
+
+
+def test_default_split_meets_every_target(balanced):
+    assert balanced.num_rows > 4000
+    out, stats = split(balanced, SplitConfig(), seed=1)
+    assert_groups_whole(out)
+    assert_split_targets(out)
+    for name in ("train", "val", "test"):
+        part = out.filter(pa.compute.equal(out["split"], name))
+        assert_exactly_balanced(part)  # so every split stays balanced
+        assert_blind_baseline_at_chance(part)
+    # the stats say what the table shows
+    assert stats["fraction"] == pytest.approx(split_fractions(out))
+    assert stats["unseen_share"]["val"] == pytest.approx(unseen_shares(out)["val"])
+    assert stats["max_stratum_share_deviation"] == pytest.approx(stratum_deviation(out))
+    assert stats["groups_straddling_splits"] == 0
+    assert stats["warnings"] == []
+    assert sum(s["records"] for s in stats["strata"]) == out.num_rows
+    assert sum(s["records"] >= 50 for s in stats["strata"]) >= 10
+
+
+def test_held_out_scenes_never_in_train(balanced):
+    assignment = assign_splits(balanced, SplitConfig(), seed=3)
+    held = {s for s, h in zip(assignment.scene_values, assignment.held_out) if h}
+    assert len(held) > 20
+    train = {s for (s,), a in zip(rows(balanced, "scene_id"), assignment.split) if a == 0}
+    assert not held & train
+
+
+@pytest.mark.parametrize(("ratios", "unseen"), [((0.8, 0.1, 0.1), 0.5), ((0.6, 0.2, 0.2), 0.3), ((0.7, 0.2, 0.1), 0.5)])
+def test_other_targets(balanced, ratios, unseen):
+    out, _ = split(balanced, SplitConfig(ratios=ratios, unseen_fraction=unseen), seed=2)
+    assert_groups_whole(out)
+    assert_split_targets(out, ratios, unseen)
+
+
+def test_no_unseen_target_is_a_plain_stratified_group_split(balanced):
+    out, stats = split(balanced, SplitConfig(unseen_fraction=0.0), seed=2)
+    assert stats["held_out_scenes"] == 0
+    assert_groups_whole(out)
+    assert_split_targets(out, unseen=None)
+
+
+def test_by_scene_keeps_scenes_whole(balanced):
+    out, stats = split(balanced, SplitConfig(by="scene"), seed=2)
+    scene_split = {}
+    for scene, name in rows(out, "scene_id", "split"):
+        assert scene_split.setdefault(scene, name) == name
+    assert unseen_shares(out) == {"val": 1.0, "test": 1.0}
+    fractions = split_fractions(out)
+    assert abs(fractions["train"] - 0.7) <= 0.02
+    assert stats["groups_straddling_splits"] > 0  # said, not hidden
+
+
+def test_seeded_and_independent_of_row_order(balanced):
+    a, _ = split(balanced, SplitConfig(), seed=7)
+    b, _ = split(balanced, SplitConfig(), seed=7)
+    c, _ = split(balanced, SplitConfig(), seed=8)
+    assert a.equals(b)
+    assert a["split"].to_pylist() != c["split"].to_pylist()
+    perm = np.random.default_rng(1).permutation(balanced.num_rows)
+    d, _ = split(balanced.take(pa.array(perm)), SplitConfig(), seed=7)
+    expected = dict(rows(a, "question_id", "split"))
+    assert dict(rows(d, "question_id", "split")) == expected
+
+
+def test_split_file_reproduces_a_split(balanced, tmp_path):
+    first, _ = split(balanced, SplitConfig(by="scene"), seed=4)
+    mapping = dict(rows(first, "scene_id", "split"))
+    path = tmp_path / "published.json"
+    write_split_file(path, mapping)
+    again, stats = split(balanced, SplitConfig(split_file=path), seed=99)
+    assert again["split"].equals(first["split"])
+    assert stats["by"] == "file"
+    csv_path = tmp_path / "published.csv"
+    csv_path.write_text("scene_id,split\n" + "".join(f"{k},{v}\n" for k, v in mapping.items()))
+    assert read_split_file(csv_path) == mapping
+    grouped = tmp_path / "grouped.json"
+    grouped.write_text(json.dumps({n: [k for k, v in mapping.items() if v == n] for n in ("train", "val", "test")}))
+    assert read_split_file(grouped) == mapping
+
+
+def test_split_file_errors_name_the_problem(balanced, tmp_path):
+    scenes = sorted(set(balanced["scene_id"].to_pylist()))
+    partial = tmp_path / "partial.json"
+    write_split_file(partial, {s: "train" for s in scenes[:-1]})
+    with pytest.raises(DataFileError, match="have no split"):
+        split(balanced, SplitConfig(split_file=partial), seed=0)
+    bad = tmp_path / "bad.json"
+    write_split_file(bad, {s: "dev" for s in scenes})
+    with pytest.raises(DataFileError, match="unknown split"):
+        read_split_file(bad)
+    with pytest.raises(DataFileError, match="not found"):
+        read_split_file(tmp_path / "absent.json")
+    header = tmp_path / "noheader.csv"
+    header.write_text("a,b\n")
+    with pytest.raises(DataFileError, match="scene_id"):
+        read_split_file(header)
+
+
+def test_small_dataset_keeps_fractions_and_warns_about_unseen():
+    pool = candidate_pool(3000, 5, n_scenes=60)
+    out, _ = balance(pool, BalanceConfig(), seed=5)
+    result, stats = split(out, SplitConfig(), seed=5)
+    assert_groups_whole(result)
+    fractions = split_fractions(result)
+    assert abs(fractions["train"] - 0.7) <= 0.05
+    assert any("unseen" in w for w in stats["warnings"])
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="sum"):
+        SplitConfig(ratios=(0.5, 0.2, 0.2))
+    with pytest.raises(ValueError):
+        SplitConfig.model_validate({"ratio": [0.7, 0.15, 0.15]})
+    assert split(candidate_pool(400, 1), None, seed=0)[0].num_rows == 400
