@@ -1,0 +1,140 @@
+"""The sampler: every accepted filter is effective, no forbidden pair, seeded, rejections counted."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from eqagen.core import ConfigError, Program, derive_rng
+from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
+from eqagen.predicates.sampler import pick_by_deficit
+from tests.predicates.conftest import make_episode
+from tests.predicates.helpers import household_episodes
+from tests.predicates.reference import Plain, reference_answer
+
+
+def without(program: Program, i: int) -> Program:
+    return Program(program.filters[:i] + program.filters[i + 1 :], program.query)
+
+
+def content(answer: list[tuple]) -> list[tuple]:
+    """An answer without its anchors: what effectiveness compares."""
+    return sorted((tuple(e for e, _, _ in items), value) for _, items, value in answer)
+
+
+def sampled(n_episodes: int, seed: int = 5):
+    config = QuestionConfig()
+    for ep in household_episodes(n_episodes)[:n_episodes]:
+        records, rejected = sample_questions(ep, config, derive_rng(seed, "questions", ep.episode_id))
+        yield ep, records, rejected
+
+
+def test_every_filter_of_every_accepted_question_is_effective_and_no_pair_is_forbidden():
+    checked = 0
+    for ep, records, _ in sampled(40):
+        plain = Plain(ep)
+        for rec in records:
+            if rec.grounded:
+                continue
+            full = content(reference_answer(ep, rec.program, plain))
+            for i, f in enumerate(rec.program.filters):
+                dropped = content(reference_answer(ep, without(rec.program, i), plain))
+                assert dropped != full, f"{rec.program.signature()}: dropping {f} changes nothing"
+                assert not REGISTRY.is_forbidden(f, rec.program.query), rec.program.signature()
+                checked += 1
+            q, fams = rec.program.query, [f.family for f in rec.program.filters]
+            assert not (q.name == "getLocation" and "location" in fams)
+            for f in rec.program.filters:
+                assert not (
+                    f.family in ("property", "state") and q.name in ("getProperty", "getState") and f.key == q.arg
+                )
+    assert checked > 500
+
+
+def test_records_are_complete_and_consistent():
+    for _ep, records, _ in sampled(10):
+        ungrounded = {r.program.signature(): r for r in records if not r.grounded}
+        for rec in records:
+            assert rec.question and rec.answer and rec.structured_question and rec.answer_key
+            assert rec.balance_key == ungrounded[rec.program.signature()].question
+            assert 1 <= rec.n_filters <= 4
+            assert rec.structured_answer and all(g.result for g in rec.structured_answer)
+            if rec.grounded:
+                (group,) = rec.structured_answer
+                assert group.anchor is not None
+                assert f"(x={group.anchor[0]:.2f}" in rec.question
+                assert "(x=" not in rec.balance_key
+            d = rec.to_dict()
+            assert d["question_id"] == rec.question_id and d["n_filters"] == rec.n_filters
+        assert len({r.question_id for r in records}) == len(records)
+
+
+def test_same_seed_same_questions_and_other_seed_other_questions():
+    ep = household_episodes(5)[4]
+    config = QuestionConfig()
+    a, ra = sample_questions(ep, config, derive_rng(1, "q", ep.episode_id))
+    b, rb = sample_questions(ep, config, derive_rng(1, "q", ep.episode_id))
+    c, _ = sample_questions(ep, config, derive_rng(2, "q", ep.episode_id))
+    assert [r.to_dict() for r in a] == [r.to_dict() for r in b] and ra == rb
+    assert [r.question_id for r in a] != [r.question_id for r in c]
+
+
+def test_rejections_are_counted_by_named_reason():
+    total: Counter[str] = Counter()
+    for _, _, rejected in sampled(20):
+        total.update(rejected)
+    known = {"duplicate", "forbidden_pair", "family_cap", "several_ambiguous_filters", "empty_answer",
+             "too_many_items", "too_many_targets", "trivial_answer", "ineffective_filter", "grounded_mix",
+             "no_satisfiable_filter", "no_seed", "nothing_to_ask"}  # fmt: skip
+    assert total and set(total) <= known
+
+
+def test_extra_forbidden_pairs_from_config_are_respected():
+    config = QuestionConfig(forbidden_pairs=[("moment", "*", "count", "*"), ("position", "*", "*", "*")])
+    for ep in household_episodes(8):
+        records, _ = sample_questions(ep, config, derive_rng(3, "q", ep.episode_id))
+        for rec in records:
+            fams = {f.family for f in rec.program.filters}
+            assert not (rec.query_type == "count" and "moment" in fams)
+
+
+def test_family_cap_is_enforced():
+    config = QuestionConfig(max_filters_per_family=1, n_filters_mix={3: 1.0, 4: 1.0})
+    for ep in household_episodes(8):
+        records, _ = sample_questions(ep, config, derive_rng(4, "q", ep.episode_id))
+        for rec in records:
+            counts = Counter(f.family for f in rec.program.filters)
+            assert max(counts.values()) == 1
+
+
+def test_config_rejects_unknown_keys_and_bad_mixes():
+    with pytest.raises(ValueError):
+        QuestionConfig(questions_per_episod=3)
+    with pytest.raises(ValueError):
+        QuestionConfig(n_filters_mix={5: 1.0})
+    with pytest.raises(ValueError):
+        QuestionConfig(query_mix={"count": -1.0})
+
+
+def test_pipeline_config_validates_the_questions_section():
+    from eqagen.config import validate_config
+
+    cfg = validate_config({"questions": {"questions_per_episode": 7}})
+    assert cfg.questions.questions_per_episode == 7
+    with pytest.raises(ConfigError):
+        validate_config({"questions": {"bogus": 1}})
+
+
+def test_deficit_picking_follows_the_target_mix():
+    rng = derive_rng(0, "mix")
+    counts: Counter[str] = Counter()
+    for _ in range(400):
+        counts[pick_by_deficit(["a", "b", "c"], {"a": 0.5, "b": 0.3, "c": 0.2}, counts, rng)] += 1
+    assert abs(counts["a"] / 400 - 0.5) < 0.05 and abs(counts["c"] / 400 - 0.2) < 0.05
+
+
+def test_fixture_episodes_also_sample():
+    ep = make_episode(11, 60)
+    records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
+    assert len(records) >= 10
