@@ -165,6 +165,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _IRREGULAR_PLURALS = {"knife": "knives", "shelf": "shelves", "loaf": "loaves", "sheep": "sheep", "fish": "fish"}
 
 
+@lru_cache(maxsize=1 << 16)
 def normalize_text(text: str) -> str:
     """Lower case, typographic minus and apostrophes made ASCII, whitespace collapsed."""
     text = text.replace("\u2212", "-").replace("\u2019", "'").lower()
@@ -206,11 +207,16 @@ def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
 
 def scan(kind: str, text: str) -> list[str]:
     """Canonical ids of every ``kind`` word in ``text`` (normalised), longest match first."""
+    return list(_scan(kind, text))
+
+
+@lru_cache(maxsize=1 << 16)  # template texts are scanned again for every attempt and every example
+def _scan(kind: str, text: str) -> tuple[str, ...]:
     pattern, table = _vocabulary_pattern(kind)
     norm = normalize_text(text)
     if kind == "polarity":
         norm = norm.replace("n't", " n't")
-    return [table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm)]
+    return tuple(table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm))
 
 
 @lru_cache(maxsize=4096)
@@ -224,8 +230,13 @@ def _type_pattern(extra_types: frozenset[str]) -> tuple[re.Pattern[str], dict[st
 
 def scan_types(text: str, extra_types: frozenset[str] = frozenset()) -> list[frozenset[str]]:
     """For every object-type mention in ``text``, the set of types that form can name."""
+    return list(_scan_types(text, extra_types))
+
+
+@lru_cache(maxsize=1 << 16)
+def _scan_types(text: str, extra_types: frozenset[str]) -> tuple[frozenset[str], ...]:
     pattern, owners = _type_pattern(extra_types)
-    return [owners[m.group(0).replace("-", " ")] for m in pattern.finditer(normalize_text(text))]
+    return tuple(owners[m.group(0).replace("-", " ")] for m in pattern.finditer(normalize_text(text)))
 
 
 _NUMERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])|(?<![\w.])-?\.\d+(?![\w])")
@@ -235,6 +246,11 @@ _ORDINAL_NUMERAL = re.compile(r"(?<![\w.])(\d+)(?:st|nd|rd|th)(?![\w])")
 
 def scan_numbers(text: str, include_ambiguous: bool = True) -> list[float]:
     """Every number in ``text``, in order of appearance: numerals and number words (twenty-one)."""
+    return list(_scan_numbers(text, include_ambiguous))
+
+
+@lru_cache(maxsize=1 << 16)
+def _scan_numbers(text: str, include_ambiguous: bool) -> tuple[float, ...]:
     norm = normalize_text(text)
     found: list[tuple[int, float]] = [(m.start(), float(m.group(0))) for m in _NUMERAL.finditer(norm)]
     for m in _WORD.finditer(norm):
@@ -244,7 +260,7 @@ def scan_numbers(text: str, include_ambiguous: bool = True) -> list[float]:
         if len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS and not include_ambiguous:
             continue
         found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts))))
-    return [value for _, value in sorted(found)]
+    return tuple(value for _, value in sorted(found))
 
 
 def scan_ordinals(text: str) -> list[int]:

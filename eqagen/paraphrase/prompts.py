@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import jinja2
+import numpy as np
 
 from eqagen.core.records import QARecord
 from eqagen.core.rng import derive_rng
@@ -85,30 +86,71 @@ def system_prompt() -> str:
     return environment().get_template("system.j2").render()
 
 
-def example_pool(records: Sequence[QARecord]) -> list[QARecord]:
-    """The train split when the records carry splits, else every record (splits may come later)."""
-    train = [r for r in records if r.split == "train"]
-    pool = train or list(records)
-    return sorted(pool, key=lambda r: r.question_id)
+class ExamplePool:
+    """The few-shot pool: the train split when the records carry splits, else every record (the
+    pipeline paraphrases before it splits). Records are ordered by (query type, question id), so each
+    query type is one contiguous block and a draw costs O(n_shots), not O(pool)."""
+
+    def __init__(self, records: Sequence[QARecord]):
+        train = [r for r in records if r.split == "train"]
+        keyed = sorted(((r.query_type, r.question_id, r) for r in (train or records)), key=lambda t: t[:2])
+        self.records = [r for _, _, r in keyed]
+        self.ids = [qid for _, qid, _ in keyed]
+        self.blocks: dict[str, tuple[int, int]] = {}
+        for i, (query_type, _, _) in enumerate(keyed):
+            start, _ = self.blocks.get(query_type, (i, i))
+            self.blocks[query_type] = (start, i + 1)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def pick(self, question_id: str, query_type: str, n_shots: int, seed: int) -> list[QARecord]:
+        """``n_shots`` examples for one item, seeded by (seed, question_id), never the item itself:
+        half of them (rounded up) of its query type where the pool has such, the rest of other types."""
+        rng = derive_rng(seed, "paraphrase", "few-shot", question_id)
+        start, stop = self.blocks.get(query_type, (0, 0))
+        same, rest = range(start, stop), _OutsideBlock(start, stop, len(self))
+        chosen = _draw(rng, same, (n_shots + 1) // 2, self.ids, question_id)
+        chosen += _draw(rng, rest, n_shots - len(chosen), self.ids, question_id)
+        if len(chosen) < n_shots:  # too few of other types: top up from the same type
+            chosen += _draw(rng, same, n_shots - len(chosen), self.ids, question_id, taken=set(chosen))
+        return [self.records[i] for i in chosen]
 
 
-def pick_examples(record: QARecord, pool: Sequence[QARecord], n_shots: int, seed: int) -> list[QARecord]:
-    """``n_shots`` examples for ``record``, seeded by (seed, question_id): half of them (rounded up)
-    share its query type when the pool has such, the rest are drawn from the others for variety."""
-    others = [r for r in pool if r.question_id != record.question_id]
-    if n_shots == 0 or not others:
+class _OutsideBlock:
+    """The positions of ``range(total)`` outside ``[start, stop)``, as a sequence not built in memory."""
+
+    def __init__(self, start: int, stop: int, total: int):
+        self.start, self.width, self.size = start, stop - start, total - (stop - start)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, u: int) -> int:
+        return u if u < self.start else u + self.width
+
+    def __iter__(self):
+        return (self[u] for u in range(self.size))
+
+
+def _draw(
+    rng: np.random.Generator, positions: Sequence[int], k: int, ids: list[str], exclude: str,
+    taken: set[int] | None = None,
+) -> list[int]:  # fmt: skip
+    """Up to ``k`` distinct positions drawn uniformly, never the item itself nor one ``taken``."""
+    taken = taken or set()
+    if k <= 0 or len(positions) == 0:
         return []
-    rng = derive_rng(seed, "paraphrase", "few-shot", record.question_id)
-    same = [r for r in others if r.query_type == record.query_type]
-    rest = [r for r in others if r.query_type != record.query_type]
-    n_same = min(len(same), (n_shots + 1) // 2)
-    chosen = [same[i] for i in rng.choice(len(same), n_same, replace=False)] if n_same else []
-    n_rest = min(len(rest), n_shots - n_same)
-    chosen += [rest[i] for i in rng.choice(len(rest), n_rest, replace=False)] if n_rest else []
-    if len(chosen) < n_shots:  # the pool is short of other query types: top up from the same type
-        left = [r for r in same if r not in chosen]
-        chosen += left[: n_shots - len(chosen)]
-    return chosen
+    if len(positions) <= 4 * (k + len(taken) + 1):  # small: draw exactly from the free positions
+        free = [p for p in positions if p not in taken and ids[p] != exclude]
+        return [free[i] for i in rng.choice(len(free), min(k, len(free)), replace=False)]
+    out, seen = [], set(taken)
+    while len(out) < k:  # large: rejection sampling, at least 3 in 4 positions are free
+        pos = positions[int(rng.integers(len(positions)))]
+        if pos not in seen and ids[pos] != exclude:
+            seen.add(pos)
+            out.append(pos)
+    return out
 
 
 @dataclass(frozen=True)

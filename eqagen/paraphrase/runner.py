@@ -26,12 +26,11 @@ from eqagen.paraphrase.client import ChatClient, RequestFailed
 from eqagen.paraphrase.config import Endpoint, ParaphraseConfig, resolve_cache_path, resolve_endpoint
 from eqagen.paraphrase.offline import offline_paraphrase
 from eqagen.paraphrase.prompts import (
+    ExamplePool,
     ReplyFormatError,
     Shot,
     build_messages,
-    example_pool,
     parse_reply,
-    pick_examples,
     template_digest,
     with_retry,
 )
@@ -105,17 +104,17 @@ class _LLMRun:
         self.client = ChatClient(endpoint, config, seed)
         self.budget = Budget(config.max_requests, config.max_tokens)
         self.counters = _Counters()
-        self.pool = example_pool(pool)
+        self.pool = ExamplePool(pool)
         self.version = f"{config.template_version}:{template_digest()}"
         self._shots: dict[str, Shot] = {}
 
     def _shot(self, record: QARecord) -> Shot:
         """A few-shot example: the record with its (validated) offline rewrite as the reference."""
-        shot = self._shots.get(record.question_id)
+        shot = self._shots.get(id(record))
         if shot is None:
             item = derive_facts(record)
             para = offline_paraphrase(record, self.seed, item).paraphrase
-            shot = self._shots[record.question_id] = Shot(record, item, para.question, para.answer)
+            shot = self._shots[id(record)] = Shot(record, item, para.question, para.answer)
         return shot
 
     async def _reply(self, messages: list[dict[str, str]]) -> str | None:
@@ -142,7 +141,8 @@ class _LLMRun:
         return done.content
 
     async def item(self, record: QARecord, item: ItemFacts) -> tuple[Paraphrase, str]:
-        shots = [self._shot(r) for r in pick_examples(record, self.pool, self.config.n_shots, self.seed)]
+        examples = self.pool.pick(record.question_id, record.query_type, self.config.n_shots, self.seed)
+        shots = [self._shot(r) for r in examples]
         messages = build_messages(record, item, shots)
         reasons: tuple[str, ...] = ()
         for attempt in range(1, self.config.max_attempts + 1):

@@ -195,6 +195,22 @@ def _completion(body: dict, messages: list[dict], content: str, usage: bool) -> 
 class _Handler(BaseHTTPRequestHandler):
     owner: ScriptedChatServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: without this, delayed ACKs add 40 ms
+
+    def do_GET(self) -> None:
+        """``GET /stats``: the counters, for a server running in another process."""
+        owner = self.owner
+        with owner.lock:
+            payload = {
+                "requests": owner.requests, "responses_ok": owner.responses_ok,
+                "max_in_flight": owner.max_in_flight, "behaviors": dict(owner.behaviors),
+            }  # fmt: skip
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def log_message(self, *args: object) -> None:  # quiet
         pass
@@ -224,3 +240,21 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with owner.lock:
                 owner.in_flight -= 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve in this process until killed or ``--lifetime`` passes; prints the base URL first."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="scripted local chat-completions server")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds per good reply")
+    parser.add_argument("--lifetime", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    server = ScriptedChatServer(delay_s=args.delay, lifetime_s=args.lifetime).start()
+    print(server.base_url, flush=True)
+    while server._httpd is not None:
+        time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    main()

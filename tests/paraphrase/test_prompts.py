@@ -1,13 +1,14 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eqagen.paraphrase.prompts import (
+    ExamplePool,
     ReplyFormatError,
     build_messages,
-    example_pool,
     parse_reply,
-    pick_examples,
     render_item,
     with_retry,
 )
@@ -42,23 +43,38 @@ def test_malformed_replies_raise_with_what_was_wrong(reply):
         parse_reply(reply)
 
 
+def pick(pool, record, n, seed):
+    return pool.pick(record.question_id, record.query_type, n, seed)
+
+
 def test_few_shot_examples_come_from_train_seeded_and_never_the_item_itself():
     records = generated_records(30, seed=1, split="train") + generated_records(10, seed=2, split="val")
-    pool = example_pool(records)
-    assert {r.split for r in pool} == {"train"}
+    pool = ExamplePool(records)
+    assert {r.split for r in pool.records} == {"train"}
     target = records[3]
-    chosen = pick_examples(target, pool, 4, seed=7)
-    assert len(chosen) == 4 and target not in chosen
-    assert [r.question_id for r in chosen] == [r.question_id for r in pick_examples(target, pool, 4, seed=7)]
-    draws = {tuple(r.question_id for r in pick_examples(target, pool, 4, seed=s)) for s in range(10)}
+    chosen = pick(pool, target, 4, seed=7)
+    assert len(chosen) == 4 and target not in chosen and len({id(r) for r in chosen}) == 4
+    assert [r.question_id for r in chosen] == [r.question_id for r in pick(pool, target, 4, seed=7)]
+    draws = {tuple(r.question_id for r in pick(pool, target, 4, seed=s)) for s in range(10)}
     assert len(draws) > 5  # the seed matters
-    assert sum(r.query_type == target.query_type for r in chosen) >= 2  # half share the query type
+    assert sum(r.query_type == target.query_type for r in chosen) == 2  # half share the query type
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_records=st.integers(1, 300), n_shots=st.integers(0, 8), seed=st.integers(0, 10**6))
+def test_draws_are_distinct_exclude_the_item_and_fill_up_when_possible(n_records, n_shots, seed):
+    records = generated_records(n_records, seed=seed % 7)
+    pool = ExamplePool(records)
+    target = records[seed % n_records]
+    chosen = pick(pool, target, n_shots, seed)
+    assert len({r.question_id for r in chosen}) == len(chosen) == min(n_shots, n_records - 1)
+    assert target.question_id not in {r.question_id for r in chosen}
 
 
 def test_pool_falls_back_to_all_records_before_splitting():
     records = generated_records(5, seed=1)
-    assert len(example_pool(records)) == 5
-    assert pick_examples(records[0], example_pool(records[:1]), 3, seed=0) == []
+    assert len(ExamplePool(records)) == 5
+    assert pick(ExamplePool(records[:1]), records[0], 3, seed=0) == []
 
 
 def test_messages_hold_system_shots_and_the_item_with_its_facts():
