@@ -47,7 +47,7 @@ class AgentConfig:
     """FILM's character in numbers (defaults tuned so ALFRED-like success and failure rates come out)."""
 
     max_failures: int = 10  # ALFRED's evaluation stops after 10 failed API actions
-    phantom_free: float = 0.65  # chance that a seen obstacle cell stays unmapped (depth noise)
+    phantom_free: float = 0.7  # chance that a seen obstacle cell stays unmapped (depth noise)
     obstacle_range: float = 2.0  # how far the obstacle map reaches (metres)
     mislocate: float = 0.6  # share of objects whose mapped position is off
     mislocate_m: float = 0.55  # how far off (metres)
