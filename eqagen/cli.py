@@ -130,10 +130,9 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
             from eqagen.flows.stages import warm_imports
 
             warm_imports(config)
-        except BaseException:
+            return run_with_prefect(config, out_dir, home, on_batch, server=server, started_at=started)
+        finally:
             server.stop()
-            raise
-    return run_with_prefect(config, out_dir, home, on_batch, server=server, started_at=started)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -112,11 +112,17 @@ def orchestration_seconds(config: Any, summary: pipeline.RunSummary) -> float:
 
 
 def run_with_prefect(
-    config: Any, out_dir: Path, prefect_home: Path, on_batch: Callable | None = None
+    config: Any,
+    out_dir: Path,
+    prefect_home: Path,
+    on_batch: Callable | None = None,
+    server: LocalPrefectServer | None = None,
+    started_at: float | None = None,
 ) -> pipeline.RunSummary:
-    """Start the local server, run the flow against it, stop the server (also on SIGTERM and errors)."""
-    wall = time.perf_counter()
-    server = LocalPrefectServer(prefect_home)
+    """Start the local server (or finish starting ``server``, launched earlier by the caller), run the flow
+    against it, and stop the server (also on SIGTERM, Ctrl-C and errors)."""
+    wall = started_at or time.perf_counter()
+    server = server or LocalPrefectServer(prefect_home)
     with sigterm_as_exit(), server as api_url:
         os.environ["PREFECT_API_URL"] = api_url  # task-runner processes inherit it
         runner = task_runner(config.runner)

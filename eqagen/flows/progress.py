@@ -10,6 +10,9 @@ from rich.table import Table
 
 from eqagen.flows.pipeline import RunSummary
 
+STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "render", "paraphrase", "split",
+               "write", "audit")  # fmt: skip
+
 
 class BatchProgress:
     """``with BatchProgress(n) as p: ... p.advance()`` once per finished (or resumed) batch."""
@@ -45,7 +48,8 @@ def stage_table(summary: RunSummary) -> Table:
     table.add_column("seconds", justify="right")
     if summary.server_seconds:
         table.add_row("prefect server start", f"{summary.server_seconds:.2f}")
-    for stage, secs in summary.stage_seconds.items():
+    order = {name: i for i, name in enumerate(STAGE_ORDER)}
+    for stage, secs in sorted(summary.stage_seconds.items(), key=lambda kv: order.get(kv[0], len(order))):
         table.add_row(stage, f"{secs:.2f}")
     table.add_row("orchestration (all)", f"{summary.orchestration_seconds:.2f} ({summary.orchestration_share:.0%})")
     table.add_row("[bold]wall", f"[bold]{summary.wall_seconds:.2f}")

@@ -174,7 +174,7 @@ def run_dataset_stage(name: str, table: pa.Table, section: Any, seed: int) -> tu
     fn, where = resolve_stage(name)
     start = time.perf_counter()
     out, stats = fn(table, section, seed)
-    stats = {"implementation": where, "rows_in": table.num_rows, "rows_out": out.num_rows, **stats}
+    stats = {**stats, "implementation": where, "rows_in": table.num_rows, "rows_out": out.num_rows}
     return out, stats, time.perf_counter() - start
 
 
