@@ -156,7 +156,7 @@ def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: Action
     closest to it. False if no heading gives progress."""
     pos, yaw = traj.positions[-1], traj.yaws[-1]
     dist = float(np.linalg.norm(target - pos))
-    for n in signed_turns(yaw, heading_to(pos, target), space.turn_degrees)[:5]:
+    for n in signed_turns(yaw, heading_to(pos, target), space.turn_degrees)[:7]:
         fwd = forward_vector(yaw + n * space.turn_degrees)
         n_steps = int(np.round(float(np.dot(target - pos, fwd)) / space.step))
         if n_steps <= 0:

@@ -116,6 +116,10 @@ class GridPathFinder:
     def segment_clear(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         g = self.grid
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if a.ndim == 1 and b.shape == (1, 3):  # the follower's common case: skip the array set-up
+            (ax, _, az), (bx, _, bz) = a.tolist(), b[0].tolist()
+            (ox, oz), m = g.origin, g.meters_per_pixel
+            return np.array([g._walk_clear((az - oz) / m, (ax - ox) / m, (bz - oz) / m, (bx - ox) / m)])
         ca = (a[..., [2, 0]] - (g.origin[1], g.origin[0])) / g.meters_per_pixel  # (row, col), inlined to_cell
         cb = (b[..., [2, 0]] - (g.origin[1], g.origin[0])) / g.meters_per_pixel
         return g.segments_clear(ca, cb)
