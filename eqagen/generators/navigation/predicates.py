@@ -1,0 +1,211 @@
+"""What navigation episodes can be asked, registered in the question engine (``eqagen.predicates``).
+
+Imported automatically the first time a navigation episode is evaluated or sampled.
+
+Filter families:
+
+- ``region:in_room`` ("in the bedroom"): objects of the rooms of one category. With two bedrooms the
+  answer is grouped per room, each grounded by the room's centre (the region entity's position).
+- ``view:final`` ("when you stopped"): what the final view shows (EXPRESS-Bench asks about it).
+- built-in ``property:color``, ``position`` (situated: to your left, in front of the sofa) and
+  ``moment`` (before/after you entered the kitchen, passed the piano: events ``enter_region`` and
+  ``pass``).
+
+Queries, with their EXPRESS-Bench category:
+
+- ``existsObject`` (existence): "are there any armchairs in the bedroom?"; the kind is asked whether
+  or not the house has it, so the same question gets both answers across houses. ``yes`` with the
+  matches, or ``no`` with what the selection holds instead (so a ``no`` is grounded too).
+- ``count`` (counting, built-in): objects, or events ("how many times did you enter a bedroom?").
+- ``getRoom`` (location): the room category each selected object stands in.
+- ``nearestLandmark`` (location): the nearest other object to each selected one (centres within 1.5 m).
+- ``getProperty color`` (attribute) and ``listObjects`` (object), built-in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eqagen.core import FilterSpec, QuerySpec
+from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
+from eqagen.predicates.context import EpisodeContext
+from eqagen.templates.words import plural
+
+LANDMARK_RADIUS = 1.5  # m between centres (floor plane) for "next to"
+VOCABULARY = (
+    "armchair", "bathtub", "bed", "bookshelf", "cabinet", "chair", "coffee table", "desk", "dining table",
+    "dresser", "dryer", "kitchen counter", "lamp", "nightstand", "piano", "plant", "refrigerator", "shoe rack",
+    "shower", "sink", "sofa", "stove", "toilet", "tv stand", "wardrobe", "washing machine",
+)  # fmt: skip
+
+
+def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
+    return np.broadcast_to(col, (ctx.T, ctx.N))
+
+
+def is_object(ctx: EpisodeContext) -> np.ndarray:
+    return ctx.memo(("nav_is_object",), lambda: ctx.attribute("kind") == "object")
+
+
+def region_entities(ctx: EpisodeContext, category: str) -> np.ndarray:
+    """Entity indices of the regions of one room category."""
+    kind, cat = ctx.attribute("kind"), ctx.attribute("category")
+    return np.flatnonzero((kind == "region") & (cat == category))
+
+
+# -- region: in_room -----------------------------------------------------------------------------------
+def in_room_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    rooms = {r for r in ctx.attribute("room")[ctx.observed & is_object(ctx)] if r and r != "unknown"}
+    return [FilterSpec("region", key, r) for r in sorted(rooms)]
+
+
+@register_filter(
+    "region",
+    ("in_room",),
+    in_room_values,
+    slot="post",
+    phrases={"in_room": "in the {{ value }}{{ anchor }}"},
+    labels={"in_room": "in the room"},
+)
+def in_room(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
+    anchors = region_entities(ctx, spec.value)
+    region_ids = ctx.attribute("region")
+    objects = is_object(ctx)
+    masks = [_broadcast(objects & (region_ids == region_ids[a]), ctx) for a in anchors.tolist()]
+    return Anchored(anchors, np.stack(masks) if masks else np.zeros((0, ctx.T, ctx.N), dtype=bool))
+
+
+# -- view: final -------------------------------------------------------------------------------------------
+@register_filter(
+    "view",
+    ("final",),
+    lambda ctx, key: [FilterSpec("view", key, "final")] if ctx.data[-1].any() else [],
+    slot="when",
+    phrases={"final": "when you stopped"},
+    labels={"final": "in the final view"},
+)
+def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
+    rows = np.zeros((ctx.T, 1), dtype=bool)
+    rows[-1] = True
+    return _broadcast(rows, ctx)
+
+
+# -- queries ----------------------------------------------------------------------------------------------
+def _seen(mask: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(mask.any(axis=0))
+
+
+def _join(values) -> str:
+    return ", ".join(sorted({str(v) for v in values}))
+
+
+def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
+    if not (ctx.observed & is_object(ctx)).any():
+        return []
+    vocab = ctx.params.get("exists_kinds", VOCABULARY)
+    return [QuerySpec("existsObject", k, {"noun": plural(k)}) for k in vocab]
+
+
+@register_query(
+    "existsObject",
+    args=exists_args,
+    applies=lambda ctx, q: is_object(ctx),
+    answer_type="yes/no",
+    categories=("object recognition", "existence"),
+    template="Are there any {{ np.bare | replace(subject, q.args.noun, 1) }}{{ when }}?",
+)
+def exists_object(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """``yes`` with the objects of the asked kind in the selection, else ``no`` with what it holds."""
+    subject = query.args.get("subject")
+    if subject and subject != query.arg:
+        return None
+    ents = _seen(mask)
+    if ents.size == 0:
+        return None
+    hits = ents[ctx.types[ents] == query.arg]
+    return Outcome(hits, "yes") if hits.size else Outcome(ents, "no")
+
+
+def _has_room(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
+    rooms = ctx.attribute("room")
+    return is_object(ctx) & np.array([bool(r) and r != "unknown" for r in rooms], dtype=bool)
+
+
+@register_query(
+    "getRoom",
+    args=lambda ctx: [QuerySpec("getRoom")] if (_has_room(ctx, None) & ctx.observed).any() else [],
+    applies=_has_room,
+    answer_type="room",
+    categories=("object localization", "location"),
+    max_targets=True,
+    template=(
+        "{% if q.args.get('subject') %}In which room was {{ np.the }}{{ when }}?"
+        "{% else %}In which rooms were the {{ np.plural }}{{ when }}?{% endif %}"
+    ),
+)
+def get_room(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    ents = _seen(mask)
+    return Outcome(ents, _join(ctx.attribute("room")[ents])) if ents.size else None
+
+
+def nearest_landmarks(ctx: EpisodeContext) -> np.ndarray:
+    """``[N]`` entity index of each object's nearest other object (centres within the radius), else -1."""
+
+    def compute() -> np.ndarray:
+        objects = np.flatnonzero(is_object(ctx))
+        out = np.full(ctx.N, -1, dtype=np.int64)
+        pos = ctx.position[0][objects][:, [0, 2]]
+        if objects.size > 1:
+            gap = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
+            np.fill_diagonal(gap, np.inf)
+            near = gap.argmin(axis=1)
+            ok = gap[np.arange(len(objects)), near] <= ctx.params.get("landmark_radius", LANDMARK_RADIUS)
+            out[objects[ok]] = objects[near[ok]]
+        return out
+
+    return ctx.memo(("nav_landmarks",), compute)
+
+
+@register_query(
+    "nearestLandmark",
+    args=lambda ctx: [QuerySpec("nearestLandmark")] if (nearest_landmarks(ctx)[ctx.observed] >= 0).any() else [],
+    applies=lambda ctx, q: nearest_landmarks(ctx) >= 0,
+    answer_type="object",
+    categories=("spatial understanding", "location"),
+    max_targets=True,
+    template=(
+        "{% if q.args.get('subject') %}What was {{ np.the }} next to{{ when }}?"
+        "{% else %}What were the {{ np.plural }} next to{{ when }}?{% endif %}"
+    ),
+)
+def nearest_landmark(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    ents = _seen(mask)
+    if ents.size == 0:
+        return None
+    return Outcome(ents, _join(ctx.types[nearest_landmarks(ctx)[ents]]))
+
+
+forbid_pair("region", "in_room", "getRoom", "*")
+forbid_pair("property", "*", "getProperty", "=")
+
+declare_world_family(
+    "navigation",
+    filters={"region": ("in_room",), "view": ("final",), "property": ("color",), "position": None, "moment": None},
+    queries={
+        "existsObject": None,
+        "count": None,
+        "getRoom": None,
+        "nearestLandmark": None,
+        "getProperty": ("color",),
+        "listObjects": None,
+    },
+    params={
+        "exists_kinds": VOCABULARY,
+        "landmark_radius": LANDMARK_RADIUS,
+        # rooms are metres: situated relations between things up to 3 m apart
+        "near_radius": 3.0,
+        "side_margin": 0.3,
+        "agent_side": 0.5,
+        "moment_window": 4,
+    },
+)
