@@ -26,6 +26,7 @@ from eqagen.generators.household.world import HouseholdWorld
 # step's args for the record, never needed by the world's semantics.
 ID_KEYS = ("objectId", "receptacleObjectId")
 STATE_ACTIONS = ("ToggleObjectOn", "CloseObject")  # the actions ALFRED's heated/cooled/cleaned sets watch
+STATE_TYPES = frozenset({"Microwave", "Fridge", "SinkBasin", "Faucet"})  # all those updates look at
 
 
 @dataclass
@@ -65,7 +66,7 @@ def replay_actions(
     for i, api in enumerate(actions):
         ok, error, ids = _step(world, resolver, api)
         if api["action"] in STATE_ACTIONS and ok:
-            tracker.update({**api, **ids}, ok, world_metadata(world))
+            tracker.update({**api, **ids}, ok, world_metadata(world, STATE_TYPES))
         if not ok and first is None:
             target = " ".join(str(api[k]) for k in ID_KEYS if k in api)
             first = f"step {i + 1} {api['action']} {target}: {error}".replace("  ", " ")

@@ -63,20 +63,22 @@ class _IdSet:
 
     def __init__(self) -> None:
         self.by_id: dict[str, tuple[ParsedId, str]] = {}
+        self._by_type: dict[str, list[ParsedId]] = {}
 
     def find(self, pid: ParsedId) -> str | None:
-        for oid, (other, _) in self.by_id.items():
-            if other.object_type == pid.object_type and _close(other.position, pid.position):
-                return oid
+        for other in self._by_type.get(pid.object_type, []):
+            if _close(other.position, pid.position):
+                return other.object_id
         return None
 
     def add(self, pid: ParsedId, source: str) -> None:
         if self.find(pid) is None:
             self.by_id[pid.object_id] = (pid, source)
+            self._by_type.setdefault(pid.object_type, []).append(pid)
 
 
 def _close(a: Iterable[float], b: Iterable[float], tol: float = ID_TOLERANCE) -> bool:
-    return bool(np.all(np.abs(np.subtract(tuple(a), tuple(b))) <= tol))
+    return all(abs(x - y) <= tol for x, y in zip(a, b))
 
 
 def action_object_ids(traj: AlfredTrajectory) -> list[str]:
@@ -144,53 +146,63 @@ ON_SMALL = (0.25, (-0.05, 0.3))  # what a pickupable receptacle (plate, mug, pot
 SURFACE_BELOW = -0.1  # a surface's origin is at or below what rests on it (to a rounding margin)
 
 
-def _receptacle_score(obj: _Candidate, rec: _Candidate, cat: Catalog, open_air: bool = False) -> float:
-    """Lower is likelier; inf where the receptacle cannot hold the object there.
+def score_matrix(movables: list[_Candidate], recs: list[_Candidate], cat: Catalog, open_air: set[str]) -> np.ndarray:
+    """``[M, R]`` likelihood scores (lower is likelier; inf where receptacle r cannot hold object m there).
 
-    ``open_air``: the expert took the object without opening anything, so no closed enclosure holds it.
+    Enclosures and pickupable receptacles (plates, mugs) hold what lies inside their box, scored by the
+    horizontal distance; surfaces hold what lies above their origin, scored by horizontal distance plus
+    half the height, behind any matching enclosure. ``open_air`` objects were taken by the expert without
+    opening anything, so no closed enclosure holds them.
     """
-    if rec.object_id == obj.object_id or not cat.can_hold(rec.object_type, obj.object_type):
-        return np.inf
-    d = np.subtract(obj.position, rec.position)
-    horiz = float(np.hypot(d[0], d[2]))
-    rtype = cat.get(rec.object_type)
-    if rtype.can("enclosing") or rtype.can("pickupable"):
-        if open_air and rtype.can("enclosing"):
-            return np.inf
-        reach, (lo, hi) = (
-            ON_SMALL if rtype.can("pickupable") else INSIDE_BOX.get(rec.object_type, INSIDE_BOX["default"])
-        )
-        return horiz if horiz <= reach and lo <= d[1] <= hi else np.inf
-    if d[1] < SURFACE_BELOW:
-        return np.inf
-    return horiz + 0.5 * float(d[1]) + 0.3  # an object inside a matching enclosure is likelier
+    mt = np.array([cat.index[m.object_type] for m in movables], dtype=np.int64)
+    rt = np.array([cat.index[r.object_type] for r in recs], dtype=np.int64)
+    d = np.array([m.position for m in movables])[:, None, :] - np.array([r.position for r in recs])[None, :, :]
+    horiz, dy = np.hypot(d[..., 0], d[..., 2]), d[..., 1]
+    enclosing, small = cat.capability["enclosing"][rt], cat.capability["pickupable"][rt]
+    reach, lo, hi = _boxes(recs, small)
+    inside = (horiz <= reach) & (dy >= lo) & (dy <= hi)
+    boxed = np.where(inside, horiz, np.inf)
+    surface = np.where(dy >= SURFACE_BELOW, horiz + 0.5 * dy + 0.3, np.inf)
+    score = np.where((enclosing | small)[None, :], boxed, surface)
+    free = np.array([m.object_id in open_air for m in movables])
+    score[free[:, None] & enclosing[None, :]] = np.inf
+    score[~cat.compatible[rt[None, :], mt[:, None]]] = np.inf
+    same = np.array([m.object_id for m in movables])[:, None] == np.array([r.object_id for r in recs])[None, :]
+    score[same] = np.inf
+    return score
+
+
+def _boxes(recs: list[_Candidate], small: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    box = [ON_SMALL if s else INSIDE_BOX.get(r.object_type, INSIDE_BOX["default"]) for r, s in zip(recs, small)]
+    return (np.array([b[0] for b in box]), np.array([b[1][0] for b in box]), np.array([b[1][1] for b in box]))
 
 
 def _assign_parents(
     movables: list[_Candidate], recs: list[_Candidate], cat: Catalog, fixed: dict[str, str], open_air: set[str]
 ) -> dict:
     """Each movable object to its likeliest receptacle, most certain first, leaving room for the task's puts."""
-    load = {r.object_id: 0 for r in recs}
-    for parent in fixed.values():
-        load[parent] = load.get(parent, 0) + 1
-    pairs = []
-    for m in movables:
-        if m.object_id not in fixed:
-            free = m.object_id in open_air
-            pairs += [(_receptacle_score(m, r, cat, free), m.object_id, r.object_id) for r in recs]
-    pairs = sorted(p for p in pairs if np.isfinite(p[0]))
     out = dict(fixed)
-    for _, oid, rid in pairs:
-        if oid not in out and load[rid] < _room(rid, recs, cat):
-            out[oid] = rid
-            load[rid] += 1
+    todo = [m for m in movables if m.object_id not in fixed]
+    if not todo or not recs:
+        return out
+    room = np.array([_room(r.object_type, cat) for r in recs])
+    load = np.zeros(len(recs), dtype=np.int64)
+    index = {r.object_id: k for k, r in enumerate(recs)}
+    for parent in fixed.values():
+        load[index[parent]] += 1
+    score = score_matrix(todo, recs, cat, open_air)
+    mi, ri = np.nonzero(np.isfinite(score))
+    for k in np.lexsort((ri, mi, score[mi, ri])):  # ascending score; ties in a fixed order
+        m, r = todo[mi[k]].object_id, int(ri[k])
+        if m not in out and load[r] < room[r]:
+            out[m] = recs[r].object_id
+            load[r] += 1
     return out
 
 
-def _room(rid: str, recs: list[_Candidate], cat: Catalog) -> int:
+def _room(rec_type: str, cat: Catalog) -> int:
     """How many objects a receptacle may start with: its capacity less room for the task's puts (at least one)."""
-    rtype = next(r.object_type for r in recs if r.object_id == rid)
-    capacity = CAPACITY_BY_SIZE[cat.get(rtype).size]
+    capacity = CAPACITY_BY_SIZE[cat.get(rec_type).size]
     return max(capacity - (5 if capacity > 5 else 2), 1)  # large: room for two puts and a sliced whole
 
 
@@ -257,8 +269,10 @@ def build_alfred_scene(
     recs = [c for c in known if cat.get(c.object_type).can("receptacle")]
     evidence = _expert_parents(traj)
     rotations = {oid: rot for oid, _, _, rot in _pose_objects(traj)}
-    objects = [_scene_object(c, cat, traj, rotations.get(c.object_id)) for c in known]
-    moving = [c for c in known if c in movables]
+    toggles = _initial_toggles(traj)
+    objects = [_scene_object(c, cat, traj, toggles, rotations.get(c.object_id)) for c in known]
+    movable_ids = {m.object_id for m in movables}
+    moving = [c for c in known if c.object_id in movable_ids]
     open_air = _open_air(traj, moving, evidence, cat)
     fixed = {c.object_id: p for c in moving if (p := _expert_parent(c, evidence, recs, open_air))}
     parents = _assign_parents(moving, recs, cat, fixed, open_air)
@@ -276,9 +290,10 @@ def build_alfred_scene(
     return out
 
 
-def _scene_object(c: _Candidate, cat: Catalog, traj: AlfredTrajectory, rotation: tuple | None) -> SceneObject:
+def _scene_object(
+    c: _Candidate, cat: Catalog, traj: AlfredTrajectory, toggles: dict[str, bool], rotation: tuple | None
+) -> SceneObject:
     t = cat.get(c.object_type)
-    toggles = _initial_toggles(traj)
     movable = t.can("pickupable")
     return SceneObject(
         object_id=c.object_id,
