@@ -104,7 +104,7 @@ class ScriptedChatServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self._watchdog = threading.Timer(self.lifetime_s, self.stop)
@@ -171,6 +171,14 @@ class ScriptedChatServer:
         if behavior == "fenced":
             return f"Sure! Here is the rewrite:\n```json\n{text}\n```\nHope this helps.", q, a
         return text, q, a
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog of 5 resets connections when 32 clients connect at once
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that went away (killed, timed out) is expected here, not an error to print
 
 
 def _error(message: str, code: str) -> dict:
