@@ -140,3 +140,13 @@ def test_validated_llm_output_passes_the_validator_again(tmp_path, monkeypatch):
     assert (tmp_path / "user-cache" / "paraphrase.sqlite").is_file()  # the default cache file
     for record, para in zip(records, result.paraphrases):
         assert para.validated and check_paraphrase(record, para.question, para.answer).ok
+
+
+def test_empty_and_single_item_runs_finish(tmp_path):
+    with ScriptedChatServer() as server:
+        cfg = config(server, tmp_path, concurrency=32)
+        empty = paraphrase_records([], cfg, seed=0)
+        one = paraphrase_records(generated_records(1, seed=3), cfg, seed=0)
+    assert empty.paraphrases == [] and empty.stats["items"] == 0 and empty.stats["requests_sent"] == 0
+    assert one.stats["validated"] == 1 and one.stats["requests_sent"] == 1
+    assert paraphrase_records([], ParaphraseConfig(mode="offline"), seed=0).stats["items"] == 0
