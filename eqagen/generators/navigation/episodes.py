@@ -43,7 +43,8 @@ def yaw_quaternion(yaw_deg: float | np.ndarray) -> np.ndarray:
     """habitat rotation about +y as a ``[w, x, y, z]`` quaternion (``(..., 4)``)."""
     half = np.deg2rad(np.asarray(yaw_deg, dtype=np.float64)) / 2.0
     zero = np.zeros_like(half)
-    return np.stack([np.cos(half), zero, np.sin(half), zero], axis=-1)
+    q = np.stack([np.cos(half), zero, np.sin(half), zero], axis=-1)
+    return q * np.where(q[..., :1] < 0, -1.0, 1.0)  # q and -q are the same rotation: keep w >= 0
 
 
 def build_episode(
