@@ -88,7 +88,7 @@ def balance(table: pa.Table, config: BalanceConfig | dict | None, seed: int) -> 
         out = out.set_column(out.column_names.index("choices"), field, selection.choices)
     else:
         out = out.append_column(field, selection.choices)
-    return out, selection.stats
+    return out, {**selection.stats, "blind_baseline": blind_baseline(out)}
 
 
 def select_balanced(table: pa.Table, config: BalanceConfig, seed: int) -> BalanceSelection:

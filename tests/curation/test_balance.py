@@ -57,6 +57,7 @@ def test_every_group_exactly_balanced_and_at_chance(pool):
     assert_blind_baseline_at_chance(out)
     measured = blind_baseline(out)
     assert measured["accuracy"] == pytest.approx(measured["chance"])
+    assert balance(pool, BalanceConfig(), seed=5)[1]["blind_baseline"] == measured
 
 
 def test_global_mode_keeps_the_optimum_per_question(pool):
