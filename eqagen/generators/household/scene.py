@@ -18,9 +18,9 @@ GRID_SIZE = 0.25  # AI2-THOR's default gridSize, as ALFRED uses it
 
 
 def make_object_id(object_type: str, position: tuple[float, float, float]) -> str:
-    """AI2-THOR's objectId form ``Type|x|y|z`` (two decimals, as the simulator prints them)."""
+    """AI2-THOR's objectId form ``Type|x|y|z``, printed as the simulator does: ``Apple|-01.49|+00.94|+00.39``."""
     x, y, z = position
-    return f"{object_type}|{x:+.2f}|{y:+.2f}|{z:+.2f}"
+    return f"{object_type}|{x:+06.2f}|{y:+06.2f}|{z:+06.2f}"
 
 
 @dataclass

@@ -139,6 +139,7 @@ def test_slices_exist_only_after_slice_object(agent_runs, random_runs):
             assert first[0] == sliced_at[whole] and ep.steps.action[first[0]] == "SliceObject"
             assert exists[first[0] :, i].all() and not exists[sliced_at[whole] :, whole].any()
     assert n_slices > 100
+    assert sum(e.kind == "slice" for _, ep in agent_runs for e in ep.events) >= 2  # slicing happens
 
 
 def test_agent_stays_on_reachable_cells(agent_runs, random_runs):

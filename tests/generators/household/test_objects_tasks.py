@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,10 @@ def test_goal_checker_agrees_with_the_recorded_final_state():
         assert ok == ep.meta["success"], (ep.episode_id, ep.task, ep.meta)
         checked += 1
     assert checked > 50
+
+
+def test_docs_carry_the_current_object_table():
+    doc = Path(__file__).resolve().parents[3] / "docs" / "household.md"
+    assert markdown_table() in doc.read_text(), (
+        "regenerate the table in docs/household.md from objects.markdown_table()"
+    )
