@@ -164,16 +164,34 @@ class _Walker:
             self.turn(90.0)
 
 
+def _things(world: BlockWorld) -> np.ndarray:
+    """Voxel-frame points of what there is to see: mobs, chests, plants."""
+    from eqagen.generators.blockworld.features import detect_cacti, detect_trees
+
+    pts = [m.position for m in world.mobs] + [c.position for c in world.chests]
+    pts += [f.position for f in detect_trees(world) + detect_cacti(world)]
+    return np.asarray(pts, dtype=np.float64).reshape(-1, 3)
+
+
 def start_node(world: BlockWorld, graph: WalkGraph) -> int:
-    """The standable voxel nearest the spawn (the world's centre if it has none), preferring the
-    largest walkable area so a start on a roof does not strand the walk."""
+    """The standable voxel nearest the spawn (the world's centre if it has none), in the walkable area
+    next to the most things (mobs, chests, plants), among areas at least a quarter the size of the
+    largest: a large flat roof or a tunnel under PQB's structures does not strand the walk."""
     from scipy.sparse.csgraph import connected_components
 
-    sx, sy, sz = world.shape
-    spawn = np.asarray(world.spawn if world.spawn is not None else (sx / 2, sy / 2, sz / 2), float)
+    sx, _, sz = world.shape
+    spawn = np.asarray(world.spawn if world.spawn is not None else (sx / 2, 0.0, sz / 2), float)
     _, labels = connected_components(graph.graph, directed=True, connection="weak")
-    biggest = np.flatnonzero(labels == np.bincount(labels).argmax())
-    return graph.nearest(spawn, biggest)
+    sizes = np.bincount(labels)
+    big = np.flatnonzero(sizes >= sizes.max() / 4)
+    things = _things(world)
+    if len(big) > 1 and len(things):
+        d = np.abs(things[:, None, :] - (graph.cells[None, :, :] + 0.5)).sum(axis=2)
+        near = np.bincount(labels[np.argmin(d, axis=1)], minlength=len(sizes))[big]
+        area = big[np.lexsort((-sizes[big], -near))[0]]
+    else:
+        area = int(sizes.argmax())
+    return graph.nearest(spawn, np.flatnonzero(labels == area))
 
 
 def explore(

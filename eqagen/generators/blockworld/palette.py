@@ -147,8 +147,11 @@ def is_see_through(state: str) -> bool:
 
 
 def is_passable(state: str) -> bool:
-    """A player can stand inside it (air, plants, torches, snow layers)."""
+    """A player can stand inside it (air, plants, torches, snow layers) or walk through it (doors and
+    fence gates, which a player opens)."""
     b = base_name(state)
+    if b.endswith(("_door", "_fence_gate")) and not b.endswith("trapdoor"):
+        return True
     return is_see_through(state) and b not in _BLOCKING and not b.endswith(("glass", "glass_pane"))
 
 

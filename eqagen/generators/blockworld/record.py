@@ -21,9 +21,9 @@ import numpy as np
 from eqagen.core import Entities, Episode, FrameTransform, Region, Steps, Timeline, make_episode_id, number_events
 from eqagen.generators.blockworld.explorer import Walk
 from eqagen.generators.blockworld.features import Feature, detect_cacti, detect_trees, ground_truth
-from eqagen.generators.blockworld.palette import base_name
+from eqagen.generators.blockworld.palette import base_name, short_name
 from eqagen.generators.blockworld.visibility import ViewParams, blocks_seen, visible_points
-from eqagen.generators.blockworld.world import QUADRANTS, BlockWorld, material_label
+from eqagen.generators.blockworld.world import QUADRANTS, BlockWorld, Structure, material_label
 
 _MOB_HEIGHT = {
     "bat": 0.45,
@@ -108,6 +108,30 @@ def _structure_samples(bbox) -> np.ndarray:
     )
 
 
+_NEIGHBOURS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
+
+
+def _exposed_material_samples(world: BlockWorld, s: Structure, max_points: int = 12) -> np.ndarray:
+    """Points in the air next to blocks of a structure's material, evenly spread, at most ``max_points``:
+    PQB's structures fill a quadrant, so the outside of their faces is the world's edge or another
+    quadrant, and seeing them means seeing their blocks."""
+    x0, y0, z0, x1, y1, z1 = s.bbox
+    table = world.palette.ids_where(lambda st: short_name(st) == s.material)
+    passable = world.palette.passable_table()[world.blocks]
+    blocks = np.argwhere(table[world.blocks[x0:x1, y0:y1, z0:z1]]) + np.array([x0, y0, z0])
+    out = []
+    for d in _NEIGHBOURS:
+        n = blocks + d
+        ok = np.all((n >= 0) & (n < np.asarray(world.shape)), axis=1)
+        ok[ok] = passable[tuple(n[ok].T)]
+        out.append(n[ok])
+    air = np.unique(np.concatenate(out), axis=0) if out else np.zeros((0, 3), int)
+    if len(air) == 0:
+        return np.zeros((0, 3))
+    pick = np.linspace(0, len(air) - 1, min(max_points, len(air))).round().astype(int)
+    return air[pick] + 0.5
+
+
 def _structure_entities(world: BlockWorld) -> list[WorldEntity]:
     out = []
     for s in world.structures:
@@ -121,7 +145,10 @@ def _structure_entities(world: BlockWorld) -> list[WorldEntity]:
             "name": s.structure_id,
         }
         caps = ("enterable",) if s.enterable else ()
-        out.append(WorldEntity(s.kind, s.structure_id, attrs, caps, (lo + hi) / 2, _structure_samples(s.bbox)))
+        samples = _structure_samples(s.bbox)
+        if s.kind == "structure":
+            samples = np.concatenate([samples, _exposed_material_samples(world, s)])
+        out.append(WorldEntity(s.kind, s.structure_id, attrs, caps, (lo + hi) / 2, samples))
     return out
 
 
