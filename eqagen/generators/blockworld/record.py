@@ -228,44 +228,62 @@ def _blocks_seen_counts(world: BlockWorld, feet: np.ndarray, yaw: np.ndarray, pi
     return dict(sorted(counts.items()))
 
 
-def walk_to_episode(
-    world: BlockWorld, walk: Walk, backend: str, seed: int, index: int = 0, params: ViewParams | None = None
-) -> Episode:
-    params = params or ViewParams()
-    ents = world_entities(world)
-    feet, yaw, pitch = np.asarray(walk.feet, float), np.asarray(walk.yaw, float), np.asarray(walk.pitch, float)
-    origin = np.asarray(world.origin, float)
-    frame = FrameTransform("minecraft", tuple(float(v) for v in origin + feet[0]), float(yaw[0]))
-    visible = _entity_visibility(world, ents, feet, yaw, pitch, params)
-    n, t_len = len(ents), len(walk)
-    positions = frame.to_episode(origin + np.array([e.position for e in ents]).reshape(-1, 3)).astype(np.float32)
-    dense_visible = Timeline.from_dense({"visible": visible})
-    timeline = Timeline(
-        n_steps=t_len,
-        initial={
-            "position": positions,
-            "visible": dense_visible.initial["visible"],
-            "parent": np.full(n, -1, np.int32),
-        },
+def _timeline(positions: np.ndarray, visible: np.ndarray) -> Timeline:
+    """Constant positions and no parents (no changes), visibility as initial state plus changes."""
+    n = positions.shape[0]
+    dense = Timeline.from_dense({"visible": visible})
+    static = Timeline.from_dense({"position": positions[None], "parent": np.full((1, n), -1, np.int32)})
+    return Timeline(
+        n_steps=visible.shape[0],
+        initial={"position": positions, "visible": dense.initial["visible"], "parent": static.initial["parent"]},
         changes={
-            "position": Timeline.from_dense({"p": positions[None].repeat(1, 0)}).changes["p"],
-            "visible": dense_visible.changes["visible"],
-            "parent": Timeline.from_dense({"p": np.full((1, n), -1, np.int32)}).changes["p"],
+            "position": static.changes["position"],
+            "visible": dense.changes["visible"],
+            "parent": static.changes["parent"],
         },
     )
-    events = number_events(_structure_events(world, ents, feet))
+
+
+def _steps(walk: Walk, pose: np.ndarray) -> Steps:
+    t_len = len(walk)
     errors = list(walk.errors) if walk.errors else [""] * t_len
-    pose = np.column_stack([frame.to_episode(origin + feet), frame.yaw_to_episode(yaw), pitch]).astype(np.float32)
-    steps = Steps(
+    none = np.full(t_len, -1, np.int32)
+    return Steps(
         action=list(walk.actions),
-        target=np.full(t_len, -1, np.int32),
-        receptacle=np.full(t_len, -1, np.int32),
+        target=none,
+        receptacle=none.copy(),
         args=list(walk.args),
         success=np.array([not e for e in errors], dtype=bool),
         error=errors,
         pose=pose,
-        held=np.full(t_len, -1, np.int32),
+        held=none.copy(),
     )
+
+
+def _meta(world: BlockWorld, walk: Walk, visible: np.ndarray, feet, yaw, pitch) -> dict:
+    return {
+        "ground_truth": asdict(ground_truth(world)),
+        "blocks_seen": _blocks_seen_counts(world, feet, yaw, pitch),
+        "goals": walk.goals,
+        "coverage": float(visible.any(axis=0).mean()) if visible.shape[1] else 1.0,
+        "world_shape": list(world.shape),
+        "world_origin": list(world.origin),
+        "world_source": world.meta.get("source", ""),
+        "missing_structures": world.meta.get("missing_structures", []),
+    }
+
+
+def walk_to_episode(
+    world: BlockWorld, walk: Walk, backend: str, seed: int, index: int = 0, params: ViewParams | None = None
+) -> Episode:
+    """The episode of one walk: entities from the world, visibility from the walk's poses."""
+    ents = world_entities(world)
+    feet, yaw, pitch = np.asarray(walk.feet, float), np.asarray(walk.yaw, float), np.asarray(walk.pitch, float)
+    origin = np.asarray(world.origin, float)
+    frame = FrameTransform("minecraft", tuple(float(v) for v in origin + feet[0]), float(yaw[0]))
+    visible = _entity_visibility(world, ents, feet, yaw, pitch, params or ViewParams())
+    positions = frame.to_episode(origin + np.array([e.position for e in ents]).reshape(-1, 3)).astype(np.float32)
+    pose = np.column_stack([frame.to_episode(origin + feet), frame.yaw_to_episode(yaw), pitch]).astype(np.float32)
     entities = Entities(
         instance_ids([e.type for e in ents]),
         [e.type for e in ents],
@@ -273,17 +291,6 @@ def walk_to_episode(
         [e.attributes for e in ents],
         [e.capabilities for e in ents],
     )
-    gt = asdict(ground_truth(world))
-    meta = {
-        "ground_truth": gt,
-        "blocks_seen": _blocks_seen_counts(world, feet, yaw, pitch),
-        "goals": walk.goals,
-        "coverage": float(visible.any(axis=0).mean()) if n else 1.0,
-        "world_shape": list(world.shape),
-        "world_origin": list(world.origin),
-        "world_source": world.meta.get("source", ""),
-        "missing_structures": world.meta.get("missing_structures", []),
-    }
     return Episode(
         episode_id=make_episode_id(backend, world.scene_id, seed, index),
         family="blockworld",
@@ -291,11 +298,11 @@ def walk_to_episode(
         scene_id=world.scene_id,
         seed=int(seed),
         task={"type": "explore", "biome": world.biome},
-        steps=steps,
+        steps=_steps(walk, pose),
         entities=entities,
-        timeline=timeline,
-        events=events,
+        timeline=_timeline(positions, visible),
+        events=number_events(_structure_events(world, ents, feet)),
         regions=_regions(world, frame),
         frame=frame,
-        meta=meta,
+        meta=_meta(world, walk, visible, feet, yaw, pitch),
     )
