@@ -132,7 +132,7 @@ def _true_goal_ok(truth: AlfredGoal, world: HouseholdWorld) -> bool:
         cooled={ids[i] for i in np.flatnonzero(world.cooled)},
         cleaned={ids[i] for i in np.flatnonzero(world.cleaned)},
     )
-    return goal_satisfied(truth, world_metadata(world), tracker)
+    return goal_satisfied(truth, world_metadata(world, names=truth.names), tracker)
 
 
 def object_type_of(object_id: str) -> str:

@@ -36,6 +36,11 @@ class AlfredGoal:
             raise UnknownNameError("ALFRED task type", self.task_type, TASK_TYPES)
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the goal conditions match objectIds against."""
+        return tuple(n for n in (self.object_target, self.parent_target, self.mrecep_target, self.toggle_target) if n)
+
+    @property
     def target_object(self) -> str:
         """The pickup target: ``Apple`` becomes ``AppleSliced`` when the task wants it sliced."""
         return self.object_target + "Sliced" if self.sliced else self.object_target

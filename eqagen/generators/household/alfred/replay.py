@@ -93,7 +93,7 @@ def replay_trajectory(
     tracker = AlfredStateTracker()
     reason = replay_actions(world, resolver, traj.low_actions, tracker)
     goal = AlfredGoal.from_pddl(traj.task_type, traj.pddl_params) if traj.task_type else None
-    goal_ok = bool(goal and goal_satisfied(goal, world_metadata(world), tracker))
+    goal_ok = bool(goal and goal_satisfied(goal, world_metadata(world, names=goal.names), tracker))
     if reason is None and not goal_ok:
         reason = "goal not satisfied at the end" if goal else "trajectory has no task type"
     actions_ok = bool(world.s_success[1 : world.n_steps].all())

@@ -262,13 +262,14 @@ def build_alfred_scene(
     statics = _static_ids(traj, layout, extra_static or {}, cat)
     cands = [_Candidate(oid, pid.object_type, pid.position) for oid, (pid, _) in statics.by_id.items()]
     out.position_source = {oid: src for oid, (_, src) in statics.by_id.items()}
-    movables = [_Candidate(oid, t, pos) for oid, t, pos, _ in _pose_objects(traj)]
+    poses = _pose_objects(traj)
+    movables = [_Candidate(oid, t, pos) for oid, t, pos, _ in poses]
     out.position_source.update({m.object_id: "pose" for m in movables})
     known = [c for c in cands + movables if c.object_type in cat.index]
     out.skipped_types = sorted({c.object_type for c in cands + movables if c.object_type not in cat.index})
     recs = [c for c in known if cat.get(c.object_type).can("receptacle")]
     evidence = _expert_parents(traj)
-    rotations = {oid: rot for oid, _, _, rot in _pose_objects(traj)}
+    rotations = {oid: rot for oid, _, _, rot in poses}
     toggles = _initial_toggles(traj)
     objects = [_scene_object(c, cat, traj, toggles, rotations.get(c.object_id)) for c in known]
     movable_ids = {m.object_id for m in movables}

@@ -24,10 +24,15 @@ def _ancestors(parent: np.ndarray, i: int) -> list[int]:
     return out
 
 
-def world_metadata(world: HouseholdWorld, only_types: frozenset[str] | None = None) -> dict[str, Any]:
-    """The metadata view; ``only_types`` limits ``objects`` to those types (a cheaper view for one check)."""
+def world_metadata(
+    world: HouseholdWorld, only_types: frozenset[str] | None = None, names: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """The metadata view. ``only_types`` limits ``objects`` to those types, ``names`` to objects whose id
+    contains one of the names (ALFRED's own matching, so a goal check over that view is unchanged)."""
     exists = world.flags["exists"]
     wanted = exists if only_types is None else exists & np.isin(np.array(world.types), list(only_types))
+    if names is not None:
+        wanted = wanted & np.array([any(n in oid for n in names if n) for oid in world.native_id])
     ids = world.native_id
     children: dict[int, list[str]] = {}
     for i in np.flatnonzero(exists & (world.parent >= 0)):
