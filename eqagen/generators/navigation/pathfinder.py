@@ -100,10 +100,13 @@ class GridPathFinder:
         island = int(self.grid.island_at(cell))
         if island >= 0 and island_index in (-1, island):
             return np.array([p[0], self.grid.floor_y, p[2]])
-        idx = np.clip(np.floor(cell).astype(np.int64), 0, np.array(self.grid.shape) - 1)
+        idx = np.floor(cell).astype(np.int64)
+        if (idx < 0).any() or (idx >= self.grid.shape).any():  # off the map: nearest centre by brute force
+            cells = self._island_cells(island_index)
+            r, c = cells[np.argmin(np.linalg.norm(cells + 0.5 - cell, axis=1))]
+            return self.grid.cell_centers(r, c)
         rows, cols = self._nearest_cell_index(island_index)
-        r, c = rows[idx[0], idx[1]], cols[idx[0], idx[1]]
-        return self.grid.cell_centers(r, c)
+        return self.grid.cell_centers(rows[idx[0], idx[1]], cols[idx[0], idx[1]])
 
     def get_random_navigable_point(self, rng: np.random.Generator, island_index: int = -1) -> np.ndarray:
         """Uniform over navigable area (optionally of one island): a random cell, then a point in it."""

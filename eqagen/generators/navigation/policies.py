@@ -16,6 +16,7 @@ statistics of a set of routes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,11 +83,18 @@ class Route:
     n_walk_actions: int  # actions before scans were added
 
 
-def sample_route(pf: PathFinder, rng: np.random.Generator, policy: Policy, stats: PolicyStats) -> Route:
+# (path finder, waypoints, start yaw, action space) -> trajectory or None: the embedded follower, or
+# habitat-sim's GreedyGeodesicFollower in the habitat-sim backend.
+Follower = Callable[[PathFinder, np.ndarray, float, ActionSpace], "Trajectory | None"]
+
+
+def sample_route(
+    pf: PathFinder, rng: np.random.Generator, policy: Policy, stats: PolicyStats, follow: Follower = follow_path
+) -> Route:
     """Draw start/goal pairs until one satisfies the policy; TaskError after ``max_tries``."""
     for _ in range(policy.max_tries):
         stats.attempts += 1
-        route, reason = try_route(pf, rng, policy)
+        route, reason = try_route(pf, rng, policy, follow)
         if route is not None:
             stats.accepted += 1
             return route
@@ -97,7 +105,9 @@ def sample_route(pf: PathFinder, rng: np.random.Generator, policy: Policy, stats
     )
 
 
-def try_route(pf: PathFinder, rng: np.random.Generator, policy: Policy) -> tuple[Route | None, str]:
+def try_route(
+    pf: PathFinder, rng: np.random.Generator, policy: Policy, follow: Follower = follow_path
+) -> tuple[Route | None, str]:
     start = pf.get_random_navigable_point(rng)
     island = pf.get_island(start)
     goal = pf.get_random_navigable_point(rng, island_index=island)  # same island, so never unreachable
@@ -114,7 +124,7 @@ def try_route(pf: PathFinder, rng: np.random.Generator, policy: Policy) -> tuple
     # geodesic alone would use 85% of the action budget is not worth walking.
     if path.geodesic_distance / policy.step > 0.85 * policy.max_actions:
         return None, "geodesic_too_long"
-    traj = follow_path(pf, np.asarray(path.points), start_yaw, policy.space)
+    traj = follow(pf, np.asarray(path.points), start_yaw, policy.space)
     if traj is None:
         return None, "no_action_sequence_within_limit"
     if len(traj.actions) < policy.min_actions:
