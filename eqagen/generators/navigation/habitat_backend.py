@@ -58,7 +58,7 @@ def yaw_to_quaternion(hs: Any, yaw_deg: float) -> Any:
 
 def quaternion_to_yaw(hs: Any, rotation: Any) -> float:
     """habitat yaw (degrees) of a rotation about +y, from its ``[x, y, z, w]`` coefficients."""
-    x, y, z, w = (float(v) for v in hs.utils.common.quat_to_coeffs(rotation))
+    _, y, _, w = (float(v) for v in hs.utils.common.quat_to_coeffs(rotation))
     return float(np.rad2deg(2.0 * np.arctan2(y, w)) % 360.0)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy.sparse.csgraph import dijkstra
@@ -29,7 +31,7 @@ def test_paths_stay_on_navigable_cells_and_are_at_least_straight_line(real_pf):
         n_found += 1
         pts = np.asarray(path.points)
         assert np.allclose(pts[0], a) and np.allclose(pts[-1], b)
-        assert all(dense_navigable(real_pf, p, q) for p, q in zip(pts[:-1], pts[1:]))
+        assert all(dense_navigable(real_pf, p, q) for p, q in itertools.pairwise(pts))
         assert path.geodesic_distance >= np.linalg.norm(b - a) - 1e-9
         assert np.isclose(path.geodesic_distance, np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
     assert n_found > 150
@@ -77,5 +79,5 @@ def test_random_points_fall_on_the_requested_island(real_pf):
 def test_is_navigable_respects_height(real_pf):
     p = real_pf.get_random_navigable_point(np.random.default_rng(4))
     assert real_pf.is_navigable(p)
-    assert not real_pf.is_navigable(p + [0.0, 0.8, 0.0])
-    assert real_pf.is_navigable(p + [0.0, 0.8, 0.0], max_y_delta=1.0)
+    assert not real_pf.is_navigable(p + np.array([0.0, 0.8, 0.0]))
+    assert real_pf.is_navigable(p + np.array([0.0, 0.8, 0.0]), max_y_delta=1.0)
