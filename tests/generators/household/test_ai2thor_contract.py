@@ -192,3 +192,51 @@ def test_household_step_metadata_converts_back_to_the_episode():
         for flag in ("open", "toggled", "sliced", "dirty"):
             assert np.array_equal(mirror.flags[flag][idx][exists], state[flag][exists]), (t, flag)
         assert mirror.held == (idx[ep.steps.held[t]] if ep.steps.held[t] >= 0 else -1)
+
+
+class SceneStandIn(StandInController):
+    """The stand-in also answers the scene-setup calls the backend makes (the world already is that scene)."""
+
+    SETUP = ("SetObjectPoses", "SetObjectStates", "TeleportFull")
+
+    def step(self, action: str, objectId: str | None = None, **kwargs: Any) -> Any:
+        if action in self.SETUP or action == "GetReachablePositions":
+            self.calls.append({"action": action, **kwargs})
+            md = world_to_metadata(self.world, action, True, "")
+            if action == "GetReachablePositions":
+                md["actionReturn"] = [{"x": x, "y": self.world.agent_y, "z": z} for x, z in self.world.grid.xz]
+            self.last_event = make_event(md)
+            return self.last_event
+        return super().step(action, objectId=objectId, **kwargs)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.mark.realdata
+def test_backend_runs_an_alfred_test_episode_through_the_controller(realdata, monkeypatch: pytest.MonkeyPatch):
+    from eqagen.generators import get_backend
+    from eqagen.generators.household import ai2thor_backend
+    from eqagen.generators.household.alfred.film_run import film_scene
+    from eqagen.generators.household.alfred.reader import read_layout, read_trajectory
+
+    monkeypatch.setenv("EQAGEN_REALDATA", str(realdata))
+    made: list[SceneStandIn] = []
+
+    def stand_in(settings, floor_plan):
+        assert settings.platform == "CloudRendering" and settings.local_executable_path == "/opt/thor/build"
+        traj = read_trajectory(realdata / "alfred" / "json_2.1.0" / "tests_seen" / spec.params["trajectory"])
+        scene = film_scene(traj, read_layout(floor_plan, realdata / "alfred" / "layouts"), None).scene
+        made.append(SceneStandIn(HouseholdWorld(scene, max_steps=400)))
+        return made[-1]
+
+    monkeypatch.setattr(ai2thor_backend, "make_controller", stand_in)
+    backend = get_backend("household", "ai2thor")
+    spec = backend.plan(1, 0, {"local_executable_path": "/opt/thor/build", "platform": "CloudRendering",
+                               "max_steps": 60})[0]  # fmt: skip
+    ep = backend.run(spec)
+    controller = made[0]
+    assert [c["action"] for c in controller.calls[:3]] == ["SetObjectPoses", "TeleportFull", "GetReachablePositions"]
+    assert controller.stopped and ep.backend == "ai2thor" and ep.scene_id == spec.scene_id
+    assert ep.n_steps == len(controller.calls) - 2  # every agent action is one recorded step (plus Initialize)
+    assert ep.meta["simulator"] == "ai2thor" and ep.meta["instruction"]
