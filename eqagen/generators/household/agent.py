@@ -270,8 +270,7 @@ class FilmAgent:
         w = self.w
         seen = w.flags["exists"] & w.in_view & ~w.hidden & (w.eff_dist <= self.cfg.map_range)
         self.known |= seen & (self.rng.random(len(seen)) < self.detect)  # segmentation misses small things
-        k = self.map.lookup.get(tuple(int(v) for v in w.grid.ij[w.cell]), -1)
-        self.visited[k] = True
+        self.visited[w.cell] = True  # the map lists the reachable cells first, in the grid's order
         if self._last_pose == (w.cell, w.yaw, w.horizon):
             return
         self._last_pose = (w.cell, w.yaw, w.horizon)
@@ -434,7 +433,7 @@ class FilmAgent:
         return True
 
     def _current_node(self) -> int:
-        return self.map.lookup[tuple(int(v) for v in self.w.grid.ij[self.w.cell])]
+        return self.w.cell  # reachable cells are the map's first nodes, in the grid's order
 
     def _navigate(self, goals: list[int]) -> Behaviour:
         """Follow shortest paths on the believed map; on a bump, mark the cell blocked, side-step, replan."""

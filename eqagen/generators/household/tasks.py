@@ -175,8 +175,8 @@ def validate_task(
     return task
 
 
-def _candidates(task_type: str, scene: HouseholdScene, cat: Catalog) -> list[AlfredTask]:
-    """Every valid parameter combination of one task type in this scene."""
+def _raw_candidates(task_type: str, scene: HouseholdScene, cat: Catalog) -> list[AlfredTask]:
+    """Every parameter combination of one task type over the types present (valid or not)."""
     present = sorted({o.object_type for o in scene.objects})
     pickups = [p for p in present if cat.get(p).can("pickupable")]
     receps = [r for r in present if cat.get(r).can("receptacle") and r not in MOVABLE_RECEPTACLES]
@@ -189,9 +189,15 @@ def _candidates(task_type: str, scene: HouseholdScene, cat: Catalog) -> list[Alf
                 raw += [AlfredTask(task_type, obj, r, m, None, sliced) for m in MOVABLE_RECEPTACLES for r in receps]
             else:
                 raw += [AlfredTask(task_type, obj, r, object_sliced=sliced) for r in receps]
-    out = []
+    return raw
+
+
+def feasible_tasks(task_type: str, scene: HouseholdScene, cat: Catalog | None = None) -> list[AlfredTask]:
+    """Every valid parameter combination of one task type in this scene."""
+    cat = cat or catalog()
     counts = type_counts(scene)
-    for task in raw:
+    out = []
+    for task in _raw_candidates(task_type, scene, cat):
         try:
             out.append(validate_task(task, scene, cat, counts))
         except TaskError:
@@ -200,13 +206,18 @@ def _candidates(task_type: str, scene: HouseholdScene, cat: Catalog) -> list[Alf
 
 
 def sample_task(scene: HouseholdScene, rng: np.random.Generator, cat: Catalog | None = None) -> AlfredTask:
-    """A random feasible task: a task type valid for the room kind, then random valid parameters."""
+    """A random feasible task: a task type valid for the room kind, then parameters drawn uniformly among
+    the valid ones (the first valid combination in a random order, so only a few are validated)."""
     cat = cat or catalog()
+    counts = type_counts(scene)
     kinds = [t for t in TASK_TYPES if scene.room_kind in GOALS_VALID[t]]
     for idx in rng.permutation(len(kinds)):
-        cands = _candidates(kinds[int(idx)], scene, cat)
-        if cands:
-            return cands[int(rng.integers(0, len(cands)))]
+        raw = _raw_candidates(kinds[int(idx)], scene, cat)
+        for j in rng.permutation(len(raw)):
+            try:
+                return validate_task(raw[int(j)], scene, cat, counts)
+            except TaskError:
+                continue
     raise TaskError(f"scene {scene.scene_id}: no ALFRED task is feasible (room kind {scene.room_kind})")
 
 

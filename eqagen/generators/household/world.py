@@ -276,7 +276,9 @@ class HouseholdWorld:
         self.eff_dist = np.sqrt(dx * dx + dz * dz) - self.radius
         # AI2-THOR tests visibility points spread over the whole object, and a floor-standing object (a
         # floor lamp, a toilet) has its origin at its base: test its bounding sphere around its middle.
-        dy = dy + np.where(self.pos[:, 1] <= self.scene.floor_y + 0.1, 1.25 * self.radius, 0.0)
+        if self._hidden_stale:  # objects only move (other than in the hand) through object actions
+            self._lift = np.where(self.pos[:, 1] <= self.scene.floor_y + 0.1, 1.25 * self.radius, 0.0)
+        dy = dy + self._lift
         sy, cy = _SIN_COS[int(self.yaw) % 360]
         sh, ch = _SIN_COS[int(self.horizon) % 360]
         fwd = dx * sy + dz * cy

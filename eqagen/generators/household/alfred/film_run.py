@@ -23,7 +23,7 @@ from eqagen.generators.household.agent import AgentConfig, FilmAgent
 from eqagen.generators.household.alfred.catalog import SceneCatalog
 from eqagen.generators.household.alfred.film import FilmParse, parse_matches
 from eqagen.generators.household.alfred.goals import AlfredGoal, AlfredStateTracker, goal_satisfied
-from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout, parse_object_id
+from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout
 from eqagen.generators.household.alfred.scene_build import AlfredScene, build_alfred_scene
 from eqagen.generators.household.alfred.state import world_metadata
 from eqagen.generators.household.tasks import AlfredTask
@@ -133,7 +133,3 @@ def _true_goal_ok(truth: AlfredGoal, world: HouseholdWorld) -> bool:
         cleaned={ids[i] for i in np.flatnonzero(world.cleaned)},
     )
     return goal_satisfied(truth, world_metadata(world, names=truth.names), tracker)
-
-
-def object_type_of(object_id: str) -> str:
-    return parse_object_id(object_id).object_type

@@ -115,7 +115,7 @@ class AlfredTrajectory:
         return (float(a["x"]), float(a["y"]), float(a["z"]), float(a["rotation"]), float(a["horizon"]))
 
 
-def _literal(value: Any, path: Path, field_name: str) -> Any:
+def _literal(value: Any) -> Any:
     """Scene values come either as JSON values or as Python literals inside strings."""
     if not isinstance(value, str):
         return value
@@ -162,7 +162,7 @@ def _parse_low_actions(plan: Any, path: Path) -> list[dict[str, Any]]:
 
 
 def _parse_scene(scene: dict[str, Any], path: Path) -> dict[str, Any]:
-    s = {k: _literal(v, path, k) for k, v in scene.items()}
+    s = {k: _literal(v) for k, v in scene.items()}
     floor_plan = str(_require(s, "floor_plan", path, "scene."))
     if not floor_plan.startswith("FloorPlan"):
         raise DataFileError(path, "scene.floor_plan", f"'{floor_plan}' is not a FloorPlanN name")
@@ -192,11 +192,11 @@ def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
     if not isinstance(raw, dict):
         raise DataFileError(path, None, "top level is not an object")
     scene = _parse_scene(_require(raw, "scene", path, ""), path)
-    anns = _literal(raw.get("turk_annotations", {}), path, "turk_annotations")
-    plan = _literal(raw.get("plan", {}), path, "plan")
+    anns = _literal(raw.get("turk_annotations", {}))
+    plan = _literal(raw.get("plan", {}))
     return AlfredTrajectory(
         path=path,
-        task_id=str(_literal(raw.get("task_id", path.parent.name), path, "task_id")),
+        task_id=str(_literal(raw.get("task_id", path.parent.name))),
         task_type=raw.get("task_type") or None,
         pddl_params=dict(raw.get("pddl_params") or {}),
         low_actions=_parse_low_actions(plan, path),
