@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from eqagen.generators.household.alfred.reader import read_layout, read_trajectory
-
 
 @pytest.fixture(scope="session")
 def alfred_root(realdata: Path) -> Path:
@@ -66,8 +64,3 @@ def tiny_traj(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_text(json.dumps({"scene": scene, "task_id": "'trial_x'", "turk_annotations": "{'anns': []}"}))
     return path
-
-
-def load(valid_seen: Path, layouts: Path, path: Path):
-    traj = read_trajectory(path)
-    return traj, read_layout(traj.floor_plan, layouts)
