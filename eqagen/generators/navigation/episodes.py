@@ -25,6 +25,7 @@ from eqagen.core import (
     Entities,
     Episode,
     Event,
+    FieldChanges,
     FrameTransform,
     Region,
     Steps,
@@ -96,6 +97,15 @@ def make_timeline(
     visible[:, : len(boxes)] = visible_objects(scene.sight, positions, yaws, boxes, camera)
     centers = frame.to_episode((all_boxes[:, :3] + all_boxes[:, 3:]) / 2.0).astype(np.float32)
     n_steps, n_ent = len(positions), len(all_boxes)
+    if n_ent == 0:  # a bare navigability map: no entities, so no changes to record
+        empty = FieldChanges(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        initial = {
+            "position": np.zeros((0, 3), np.float32),
+            "visible": np.zeros(0, bool),
+            "parent": np.zeros(0, np.int32),
+        }
+        changes = {k: FieldChanges(empty.t, empty.entity, initial[k][:0]) for k in initial}
+        return Timeline(n_steps=n_steps, initial=initial, changes=changes)
     return Timeline.from_dense(
         {
             "position": np.broadcast_to(centers, (n_steps, n_ent, 3)),
