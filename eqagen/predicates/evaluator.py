@@ -36,11 +36,16 @@ class RawGroup:
 
 def base_mask(ctx: EpisodeContext, program: Program, qdef: QueryDef) -> np.ndarray:
     """DATA (for queries over observations) AND the subject AND what the query applies to: ``[T, N]``."""
-    cols = qdef.applies(ctx, program.query)
-    subject = program.query.args.get("subject")
-    if subject:
-        cols = cols & ctx.of_type(subject)
-    return ctx.data & cols[None, :] if qdef.observed else np.broadcast_to(cols, (ctx.T, ctx.N))
+    q = program.query
+    subject = q.args.get("subject")
+
+    def compute() -> np.ndarray:
+        cols = qdef.applies(ctx, q)
+        if subject:
+            cols = cols & ctx.of_type(subject)
+        return ctx.data & cols[None, :] if qdef.observed else np.broadcast_to(cols, (ctx.T, ctx.N))
+
+    return ctx.memo(("base_mask", q.name, q.arg, subject), compute)
 
 
 def combine(ctx: EpisodeContext, filters: tuple[FilterSpec, ...], mask: np.ndarray):

@@ -128,23 +128,36 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return Anchored(anchors, masks)
 
 
-def _vertical_relation(ctx: EpisodeContext, anchors: np.ndarray, above: bool) -> np.ndarray:
-    pos = ctx.position
-    pa = pos[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
-    d = pos[None, :, :, :] - pa  # [G, T, N, 3]
-    hdist2 = d[..., 0] ** 2 + d[..., 2] ** 2
-    dy = d[..., 1] if above else -d[..., 1]
-    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
-    masks = (hdist2 <= r * r) & (dy > lo) & (dy <= hi)
-    masks &= ctx.parent[None, :, :] != anchors[:, None, None]  # what rests on it is "on", not "above"
-    masks[np.arange(len(anchors)), :, anchors] = False
-    return masks
+def observed_anchor_rows(ctx: EpisodeContext, type_name: str) -> np.ndarray:
+    """Rows of the type's instances among all observed entities (the row order of the relation stacks)."""
+    every = np.flatnonzero(ctx.observed)
+    return np.searchsorted(every, ctx.instances(type_name))
+
+
+def vertical_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
+    """``{"above": [A, T, N], "under": [A, T, N]}`` against every observed entity as anchor, computed once
+    per episode: e within ``above_radius`` horizontally of anchor a and higher (lower) by a gap in
+    (``above_min_dy``, ``above_max_dy``], excluding a itself and what rests directly on a ("on", not
+    "above")."""
+
+    def compute() -> dict[str, np.ndarray]:
+        anchors = np.flatnonzero(ctx.observed)
+        pos = ctx.position
+        d = pos[None, :, :, :] - pos[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [A, T, N, 3]
+        lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
+        base = d[..., 0] ** 2 + d[..., 2] ** 2 <= r * r
+        base &= ctx.parent[None, :, :] != anchors[:, None, None]
+        base[np.arange(anchors.size), :, anchors] = False
+        dy = d[..., 1]
+        return {"above": base & (dy > lo) & (dy <= hi), "under": base & (-dy > lo) & (-dy <= hi)}
+
+    return ctx.memo(("vertical_relations",), compute)
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     """``above``/``under`` <type>: within ``above_radius`` horizontally and higher/lower than an instance."""
-    anchors = _anchors(ctx, spec.value)
-    return Anchored(anchors, _vertical_relation(ctx, anchors, spec.key == "above"))
+    rows = observed_anchor_rows(ctx, spec.value)
+    return Anchored(ctx.instances(spec.value), vertical_relations(ctx)[spec.key][rows])
 
 
 LOCATION_FNS = {
@@ -174,12 +187,9 @@ def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
         shared = counts[inverse] >= 2  # another seen entity shares the receptacle at that step
         pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
         return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
-    out = []
-    for type_name in ctx.observed_types():
-        sel = ctx.selection(FilterSpec("location", key, type_name))
-        if (sel.masks & ctx.data[None]).any():
-            out.append(type_name)
-    return _specs("location", key, out)
+    rel = vertical_relations(ctx)[key]
+    seen = (rel & ctx.data[None]).reshape(rel.shape[0], -1).any(axis=1)
+    return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
 
 
 def location_filter(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -207,18 +217,28 @@ POSITION_KEYS = ("front", "behind", "left", "right")
 AGENT = "you"
 
 
-def _relative_masks(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np.ndarray:
-    """``[G, T, N]``: e is ``key`` of anchor a as seen from the agent's pose at t, both seen at t."""
-    ego = ctx.ego
-    ea = ego[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
-    m = param(ctx, "side_margin")
-    axis, sign = {"left": (0, -1), "right": (0, 1), "front": (2, -1), "behind": (2, 1)}[key]
-    offset = sign * (ego[None, :, :, axis] - ea[..., axis])
-    d = ego[None] - ea
-    near = d[..., 0] ** 2 + d[..., 2] ** 2 <= param(ctx, "near_radius") ** 2
-    masks = (offset > m) & near & ctx.data[None] & ctx.data[:, anchors].T[:, :, None]
-    masks[np.arange(len(anchors)), :, anchors] = False
-    return masks
+def relative_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
+    """``{key: [A, T, N]}`` against every observed entity as anchor, computed once per episode: at step t,
+    both seen, e is left of / right of / in front of (nearer) / behind (farther than) anchor a in the
+    agent's view by more than ``side_margin``, within ``near_radius`` of it, and not a itself."""
+
+    def compute() -> dict[str, np.ndarray]:
+        anchors = np.flatnonzero(ctx.observed)
+        ego = ctx.ego
+        ea = ego[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [A, T, 1, 3]
+        d = ego[None] - ea  # [A, T, N, 3]
+        base = d[..., 0] ** 2 + d[..., 2] ** 2 <= param(ctx, "near_radius") ** 2
+        base &= ctx.data[None] & ctx.data[:, anchors].T[:, :, None]
+        base[np.arange(anchors.size), :, anchors] = False
+        m = param(ctx, "side_margin")
+        return {
+            "left": base & (-d[..., 0] > m),
+            "right": base & (d[..., 0] > m),
+            "front": base & (-d[..., 2] > m),
+            "behind": base & (d[..., 2] > m),
+        }
+
+    return ctx.memo(("relative_relations",), compute)
 
 
 def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
@@ -232,15 +252,15 @@ def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
 def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
     if spec.value == AGENT:
         return _agent_mask(ctx, spec.key)
-    anchors = _anchors(ctx, spec.value)
-    return Anchored(anchors, _relative_masks(ctx, anchors, spec.key))
+    rows = observed_anchor_rows(ctx, spec.value)
+    return Anchored(ctx.instances(spec.value), relative_relations(ctx)[spec.key][rows])
 
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and _agent_mask(ctx, key).any() else []
-    for type_name in ctx.observed_types():
-        if ctx.selection(FilterSpec("position", key, type_name)).masks.any():
-            out.append(type_name)
+    rel = relative_relations(ctx)[key]
+    seen = rel.reshape(rel.shape[0], -1).any(axis=1)
+    out.extend(ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
     return _specs("position", key, out)
 
 

@@ -30,6 +30,19 @@ def counts_events(q: QuerySpec) -> bool:
     return q.name == "count" and q.arg == "events"
 
 
+@dataclass(frozen=True)
+class QueryView:
+    """The cells one query looks at (its subject's observations, or its events), as the sampler sees them:
+    ``cols`` index the episode's cells, ``starts`` begin each entity's run, ``values`` are what a
+    time-reading query reads there (None otherwise)."""
+
+    cols: np.ndarray
+    starts: np.ndarray
+    values: np.ndarray | None
+    events: bool
+    ar: np.ndarray
+
+
 @dataclass
 class EpisodeIndex:
     ctx: EpisodeContext
@@ -37,7 +50,8 @@ class EpisodeIndex:
     specs: list[FilterSpec]  # C satisfiable filter specs
     families: list[str]  # filter families with at least one spec
     family_of: np.ndarray  # int [C] index into families
-    key_id: np.ndarray  # int [C]: which (family, key) each spec has
+    key_id: np.ndarray  # int [C]: which of ``keys`` each spec has
+    keys: list[tuple[str, str]]  # the (family, key) pairs with at least one spec
     holds: np.ndarray  # bool [C, K]
     ambiguous: np.ndarray  # bool [C]: names an object with several observed instances
     cell_t: np.ndarray  # int [K]
@@ -53,7 +67,9 @@ class EpisodeIndex:
         """Bool ``[C]``: specs that may not go with this query (memoised per query name and arg)."""
         key = ("forbidden", q.name, q.arg)
         if key not in self._memo:
-            self._memo[key] = np.array([REGISTRY.is_forbidden(s, q) for s in self.specs], dtype=bool)
+            # the rules look at a spec's family and key only: decide once per key
+            per_key = np.array([REGISTRY.is_forbidden(FilterSpec(f, k, ""), q) for f, k in self.keys], dtype=bool)
+            self._memo[key] = per_key[self.key_id] if per_key.size else np.zeros(0, dtype=bool)
         return self._memo[key]
 
     def query_cells(self, q: QuerySpec) -> np.ndarray:
@@ -74,6 +90,18 @@ class EpisodeIndex:
         if key not in self._memo:
             fn = REGISTRY.query(q.name).time_value
             self._memo[key] = None if fn is None else fn(self.ctx, q)[self.cell_t, self.cell_e]
+        return self._memo[key]
+
+    def view(self, q: QuerySpec) -> QueryView:
+        key = ("view", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
+        if key not in self._memo:
+            cols = np.flatnonzero(self.query_cells(q))
+            es = self.cell_e[cols]
+            starts = np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if cols.size else cols
+            values = self.time_values(q)
+            self._memo[key] = QueryView(
+                cols, starts, None if values is None else values[cols], counts_events(q), np.arange(cols.size)
+            )
         return self._memo[key]
 
     def seed_cells(self, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +143,8 @@ def satisfiable_specs(ctx: EpisodeContext) -> list[FilterSpec]:
 def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
     sel = ctx.selection(spec)
     if isinstance(sel, Anchored):
-        return sel.masks[:, ts, es].any(axis=0), len(sel) >= 2
+        flat = sel.masks.reshape(len(sel), -1)  # a view: gathering flat indices is cheaper than [:, ts, es]
+        return flat[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
     return sel[ts, es], False
 
 
@@ -136,6 +165,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         families=families,
         family_of=np.array([families.index(s.family) for s in specs], dtype=np.int64),
         key_id=np.array([keys.index((s.family, s.key)) for s in specs], dtype=np.int64),
+        keys=keys,
         holds=np.array([rows[i][0] for i in keep], dtype=bool).reshape(len(keep), cell_t.size),
         ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
         cell_t=cell_t,

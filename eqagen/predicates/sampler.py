@@ -27,7 +27,7 @@ from eqagen.core import Program, QuerySpec
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
-from eqagen.predicates.index import EpisodeIndex, build_index, counts_events
+from eqagen.predicates.index import EpisodeIndex, QueryView, build_index
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 
 
@@ -89,36 +89,27 @@ def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
     return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
 
 
-def proxy_differs(index: EpisodeIndex, q: QuerySpec, wide: np.ndarray, narrow: np.ndarray) -> np.ndarray:
-    """Whether the answer would differ between cell selections ``wide`` and ``narrow`` (``[c, K]`` rows or
-    ``[K]``), previewed on the cells: a different set of entities (counting events: a different number
-    of events) or, for a time-reading query (getState, getLocation), a different value at some entity's
-    last selected cell. A preview only: the exact effectiveness check runs on every accepted program."""
-    wide, narrow = np.atleast_2d(wide), np.atleast_2d(narrow)
-    if counts_events(q):
+def proxy_differs(view: QueryView, wide: np.ndarray, narrow: np.ndarray) -> np.ndarray:
+    """Whether the answer would differ between cell selections ``wide`` and ``narrow`` (``[c, k]`` rows over
+    the query's cells), previewed on the cells: a different set of entities (counting events: a different
+    number of events) or, for a time-reading query (getState, getLocation), a different value at some
+    entity's last selected cell. A preview only: the exact effectiveness check runs afterwards."""
+    if view.events:
         return wide.sum(axis=1) != narrow.sum(axis=1)
-    starts = index.ent_starts
-    present_w = np.logical_or.reduceat(wide, starts, axis=1)
-    differs = (present_w != np.logical_or.reduceat(narrow, starts, axis=1)).any(axis=1)
-    values = index.time_values(q)
-    if values is None:
+    present_w = np.logical_or.reduceat(wide, view.starts, axis=1)
+    differs = (present_w != np.logical_or.reduceat(narrow, view.starts, axis=1)).any(axis=1)
+    if view.values is None:
         return differs
-    ar = np.arange(index.n_cells)
-    last_w = np.maximum.reduceat(np.where(wide, ar, -1), starts, axis=1)
-    last_n = np.maximum.reduceat(np.where(narrow, ar, -1), starts, axis=1)
+    last_w = np.maximum.reduceat(np.where(wide, view.ar, -1), view.starts, axis=1)
+    last_n = np.maximum.reduceat(np.where(narrow, view.ar, -1), view.starts, axis=1)
     both = (last_w >= 0) & (last_n >= 0)
-    return differs | (both & (values[last_w] != values[last_n])).any(axis=1)
+    return differs | (both & (view.values[last_w] != view.values[last_n])).any(axis=1)
 
 
-def without_each(index: EpisodeIndex, base: np.ndarray, used: list[int]) -> list[np.ndarray]:
-    """For each used filter, the cells that all the others keep (``[K]`` each)."""
-    out = []
-    for pos in range(len(used)):
-        m = base.copy()
-        for j in used[:pos] + used[pos + 1 :]:
-            m &= index.holds[j]
-        out.append(m)
-    return out
+def without_each(rows_used: np.ndarray) -> list[np.ndarray]:
+    """For each used filter, the query cells that all the others keep (``[1, k]`` each)."""
+    n = rows_used.shape[0]
+    return [rows_used[[j for j in range(n) if j != pos]].all(axis=0, keepdims=True) for pos in range(n)]
 
 
 def candidates(index, config, q, used, seed) -> np.ndarray:
@@ -136,41 +127,53 @@ def candidates(index, config, q, used, seed) -> np.ndarray:
     return cand
 
 
-def effective_candidates(index, q, used, base, idx) -> tuple[np.ndarray, np.ndarray]:
-    """Of candidates ``idx``, those that keep every filter effective on the cells (the candidate changes
-    the answer, and each earlier filter still does with it), and how many cells each keeps."""
-    current = base.copy()
-    for j in used:
-        current &= index.holds[j]
-    rows = index.holds[idx]
+def effective_candidates(index: EpisodeIndex, view: QueryView, used: list[int], idx: np.ndarray):
+    """Of candidates ``idx``, those that keep every filter effective on the query's cells (the candidate
+    changes the answer, and each earlier filter still does with it), with the number of cells and of
+    entities each keeps."""
+    rows_used = index.holds[np.ix_(used, view.cols)] if used else np.ones((0, view.cols.size), dtype=bool)
+    current = rows_used.all(axis=0, keepdims=True)
+    rows = index.holds[np.ix_(idx, view.cols)]
     kept = current & rows
-    ok = proxy_differs(index, q, current, kept)
-    for others in without_each(index, base, used):
-        ok &= proxy_differs(index, q, others & rows, kept)
-    return idx[ok], kept[ok].sum(axis=1)
+    ok = proxy_differs(view, current, kept)
+    for others in without_each(rows_used):
+        ok &= proxy_differs(view, others & rows, kept)
+    kept = kept[ok]
+    n_entities = kept.sum(axis=1) if view.events else np.logical_or.reduceat(kept, view.starts, axis=1).sum(axis=1)
+    return idx[ok], kept.sum(axis=1), n_entities
 
 
-def choose_filter(index, config, q, used, seed, base, mix, rng, more: int) -> int:
+def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
+    if q.name == "listObjects":
+        return config.max_list_items
+    return config.max_query_targets if REGISTRY.query(q.name).max_targets else None
+
+
+def choose_filter(index, config, q, view, used, seed, mix, rng, more: int) -> int:
     """Index of one more spec that holds at the seed and keeps every filter effective, from a family
     chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
-    it keeps as many cells as it can, so that they have something left to narrow."""
+    it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
+    answers within the size limits."""
     idx = np.flatnonzero(candidates(index, config, q, used, seed))
     if idx.size == 0:
         return -1
-    idx, n_kept = effective_candidates(index, q, used, base, idx)
+    idx, n_kept, n_entities = effective_candidates(index, view, used, idx)
     if idx.size == 0:
         return -1
     fams = index.family_of[idx]
     present = [index.families[f] for f in sorted(set(fams.tolist()))]
     family = pick_by_deficit(present, config.family_mix, mix.families, rng)
     sub = fams == index.families.index(family)
-    idx, n_kept = idx[sub], n_kept[sub]
+    idx, n_kept, n_entities = idx[sub], n_kept[sub], n_entities[sub]
     prefer = mix.want_grounded(config.grounded_share) and not (used and index.ambiguous[used].any())
     best = index.ambiguous[idx] == prefer
     if not best.any():
         best = ~best
+    limit = answer_limit(q, config)
     if more > 0:
         best &= n_kept == n_kept[best].max()
+    elif limit is not None and (best & (n_entities <= limit)).any():
+        best &= n_entities <= limit
     best_idx = idx[best]
     return int(best_idx[rng.integers(0, best_idx.size)])
 
@@ -185,9 +188,9 @@ def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config:
 
 def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
     used: list[int] = []
-    base = index.query_cells(q)
+    view = index.view(q)
     for k in range(n):
-        i = choose_filter(index, config, q, used, seed, base, mix, rng, more=n - k - 1)
+        i = choose_filter(index, config, q, view, used, seed, mix, rng, more=n - k - 1)
         if i < 0:
             break
         used.append(i)

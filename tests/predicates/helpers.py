@@ -7,11 +7,18 @@ from functools import lru_cache
 from eqagen.core import AnswerGroup, Episode
 from eqagen.generators.base import get_backend
 
+MAX_EPISODES = 300
 
-@lru_cache(maxsize=4)
-def household_episodes(n: int, seed: int = 0) -> tuple[Episode, ...]:
+
+@lru_cache(maxsize=2)
+def _household(seed: int) -> tuple[Episode, ...]:
     backend = get_backend("household", "embedded")
-    return tuple(backend.run(spec) for spec in backend.plan(n, seed, {"max_steps": 250}))
+    return tuple(backend.run(spec) for spec in backend.plan(MAX_EPISODES, seed, {"max_steps": 250}))
+
+
+def household_episodes(n: int, seed: int = 0) -> tuple[Episode, ...]:
+    """The first ``n`` (at most 300) episodes of one plan, made once per test session."""
+    return _household(seed)[:n]
 
 
 def comparable(groups: list[AnswerGroup]) -> list[tuple]:

@@ -32,7 +32,7 @@ def sampled(n_episodes: int, seed: int = 5):
 
 def test_every_filter_of_every_accepted_question_is_effective_and_no_pair_is_forbidden():
     checked = 0
-    for ep, records, _ in sampled(40):
+    for ep, records, _ in sampled(25):
         plain = Plain(ep)
         for rec in records:
             if rec.grounded:
@@ -49,7 +49,7 @@ def test_every_filter_of_every_accepted_question_is_effective_and_no_pair_is_for
                 assert not (
                     f.family in ("property", "state") and q.name in ("getProperty", "getState") and f.key == q.arg
                 )
-    assert checked > 500
+    assert checked > 300
 
 
 def test_records_are_complete_and_consistent():

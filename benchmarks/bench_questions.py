@@ -1,0 +1,109 @@
+"""Question engine speed: accepted questions per second on one core, and the rejection funnel.
+
+    python benchmarks/bench_questions.py [--episodes 200] [--json PATH]
+
+Episodes come from the embedded household backend (made first, not timed). Timed: everything
+``sample_questions`` does per episode: the episode context and index, proposals, checks (evaluation and
+effectiveness), and rendering the records' text. Reported per CPU-second of this process (one core) and
+per wall-second; on a machine shared with other work the wall figure is the pessimistic one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+from eqagen.core import derive_rng
+from eqagen.generators.base import get_backend
+from eqagen.predicates import QuestionConfig, context_for, sample_questions
+from eqagen.predicates.sampler import sample_programs
+from eqagen.templates.records import make_records
+
+TARGET = 2000.0  # accepted questions per second per core (the issue's target)
+CLEVR_RATE = 25.0  # CLEVR's question generator on this machine, per second per core
+
+
+def make_episodes(n: int, seed: int) -> list:
+    backend = get_backend("household", "embedded")
+    return [backend.run(spec) for spec in backend.plan(n, seed, {"max_steps": 250})]
+
+
+def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
+    """Sample every episode; time the stages separately (CPU and wall)."""
+    cpu = {"context_and_sampling": 0.0, "rendering": 0.0}
+    records, programs, rejections = 0, 0, Counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for ep in episodes:
+        rng = derive_rng(seed, "questions", ep.episode_id)
+        c0 = time.process_time()
+        ctx = context_for(ep)
+        accepted, rejected = sample_programs(ctx, config, rng)
+        c1 = time.process_time()
+        recs = [r for acc in accepted for r in make_records(ctx, acc, rng)]
+        cpu["context_and_sampling"] += c1 - c0
+        cpu["rendering"] += time.process_time() - c1
+        records, programs = records + len(recs), programs + len(accepted)
+        rejections.update(rejected)
+    return {
+        "records": records,
+        "programs": programs,
+        "rejections": rejections,
+        "cpu_seconds": time.process_time() - cpu0,
+        "wall_seconds": time.perf_counter() - wall0,
+        "cpu_by_stage": {k: round(v, 3) for k, v in cpu.items()},
+    }
+
+
+def funnel(run: dict) -> dict:
+    candidates = run["programs"] + sum(run["rejections"].values())
+    return {
+        "candidate_programs": candidates,
+        "accepted_programs": run["programs"],
+        "acceptance_rate": round(run["programs"] / max(candidates, 1), 4),
+        "rejected_by_reason": dict(run["rejections"].most_common()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    episodes = make_episodes(args.episodes, args.seed)
+    config = QuestionConfig()
+    sample_questions(episodes[0], config, derive_rng(args.seed, "warmup"))  # imports, template compilation
+    run = timed_run(episodes, config, args.seed)
+    per_cpu = run["records"] / run["cpu_seconds"]
+    per_wall = run["records"] / run["wall_seconds"]
+    result = {
+        "episodes": args.episodes,
+        "accepted_questions": run["records"],
+        "accepted_questions_per_cpu_second": round(per_cpu, 1),
+        "accepted_questions_per_wall_second": round(per_wall, 1),
+        "accepted_programs_per_cpu_second": round(run["programs"] / run["cpu_seconds"], 1),
+        "target_per_core": TARGET,
+        "meets_target": per_cpu >= TARGET,
+        "speedup_over_clevr": round(per_cpu / CLEVR_RATE, 1),
+        "cpu_by_stage": run["cpu_by_stage"],
+        "funnel": funnel(run),
+    }
+    print(f"{args.episodes} household episodes -> {run['records']} accepted questions ({run['programs']} programs)")
+    print(f"accepted questions per CPU second (one core): {per_cpu:,.0f}   (target {TARGET:,.0f}: "
+          f"{'met' if per_cpu >= TARGET else 'NOT met'}; CLEVR ~{CLEVR_RATE:.0f})")  # fmt: skip
+    print(f"accepted questions per wall second:           {per_wall:,.0f}")
+    print(f"CPU seconds by stage: {run['cpu_by_stage']}")
+    f = result["funnel"]
+    print(f"funnel: {f['candidate_programs']} candidate programs -> {f['accepted_programs']} accepted "
+          f"({f['acceptance_rate']:.1%})")  # fmt: skip
+    for reason, n in f["rejected_by_reason"].items():
+        print(f"  rejected {reason:<28} {n:>8}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
