@@ -194,3 +194,61 @@ def episodes() -> list[Episode]:
 @pytest.fixture(scope="session")
 def episode() -> Episode:
     return make_episode(3)
+
+
+def tiny_episode(
+    types: list[str],
+    position: np.ndarray,
+    visible: np.ndarray,
+    parent: np.ndarray | None = None,
+    flags: dict[str, np.ndarray] | None = None,
+    events: list[tuple[int, str, int, int]] = (),
+    pose: np.ndarray | None = None,
+    attributes: list[dict[str, str]] | None = None,
+    capabilities: list[tuple[str, ...]] | None = None,
+) -> Episode:
+    """An episode from explicit ``[T, N]`` arrays, for tests that check one rule at a time."""
+    T, N = visible.shape
+    counts: dict[str, int] = {}
+    ids = []
+    for t in types:
+        counts[t] = counts.get(t, 0) + 1
+        ids.append(f"{t}#{counts[t]}")
+    dense = {
+        "position": np.asarray(position, dtype=np.float32),
+        "visible": np.asarray(visible, dtype=bool),
+        "parent": np.full((T, N), -1, np.int32) if parent is None else np.asarray(parent, np.int32),
+        "exists": np.ones((T, N), dtype=bool),
+    }
+    for name in ("open", "toggled", "broken", "sliced", "filled"):
+        dense[name] = np.zeros((T, N), dtype=bool)
+    dense.update({k: np.asarray(v, dtype=bool) for k, v in (flags or {}).items()})
+    steps = Steps(
+        action=["Initialize"] + ["Pass"] * (T - 1),
+        target=np.full(T, -1, np.int32),
+        receptacle=np.full(T, -1, np.int32),
+        args=[{} for _ in range(T)],
+        success=np.ones(T, dtype=bool),
+        error=[""] * T,
+        pose=np.zeros((T, 5), np.float32) if pose is None else np.asarray(pose, np.float32),
+        held=np.full(T, -1, np.int32),
+    )
+    ents = Entities(
+        ids,
+        list(types),
+        ids,
+        attributes or [{} for _ in types],
+        capabilities or [() for _ in types],
+    )
+    return Episode(
+        episode_id=make_episode_id("fixture", "tiny", T, N),
+        family="household",
+        backend="fixture",
+        scene_id="tiny",
+        seed=0,
+        task={},
+        steps=steps,
+        entities=ents,
+        timeline=Timeline.from_dense(dense),
+        events=number_events(list(events)),
+    )
