@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eqagen.core import UnknownNameError
 from eqagen.generators.household.scene import HouseholdScene, SceneObject, make_object_id
-from eqagen.generators.household.world import HouseholdWorld
+from eqagen.generators.household.world import ACTIONS, HouseholdWorld
 
 
 def _obj(t: str, pos: tuple[float, float, float], parent: str | None = None, **flags) -> SceneObject:
@@ -190,3 +192,21 @@ def test_episode_frame_and_ordinals(world):
     ids = ep.entities.instance_id
     assert len(set(ids)) == len(ids) and "Fridge#1" in ids and ep.entities.native_id[ids.index("Fridge#1")] == fridge
     assert ep.entities.attributes[ids.index("Knife#1")]["utility"] == "cutting food"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(ACTIONS) - 1), st.integers(-2, 40), st.integers(-2, 40)), max_size=40))
+def test_any_action_sequence_keeps_the_invariants(seq):
+    """Arbitrary actions on arbitrary (also invalid) targets: failures change nothing, hands hold freely."""
+    w = HouseholdWorld(kitchen(), max_steps=40)
+    n = w.n_entities
+    for a, i, r in seq:
+        before = snapshot(w)
+        res = w.act(ACTIONS[a], i if i < n else -2, r if r < n else -2)
+        if not res.success:
+            assert res.error
+            assert_unchanged(before, w)
+        if w.held >= 0:
+            assert w.parent[w.held] == -1 and w.visible[w.held]
+        assert not (w.visible & w.hidden).any()
+        assert w.cell >= 0
