@@ -44,6 +44,22 @@ STATES = {
     "dirty": "dirty", "clean": "clean", "cooked": "cooked", "raw": "raw", "uncooked": "raw",
     "used up": "used_up",
 }  # fmt: skip
+# Answers to "switched on or off?" are a bare "On." / "Off.": read only on the answer side of state queries,
+# where "on" cannot be the preposition.
+BARE_STATES = STATES | {"on": "on", "off": "off"}
+# Materials (AI2-THOR's salientMaterials and Minecraft's). "food" and "organic" are left out: too common
+# as ordinary words to be read as a material.
+MATERIALS = {
+    "wood": "wood", "wooden": "wood", "metal": "metal", "metallic": "metal", "plastic": "plastic",
+    "glass": "glass", "ceramic": "ceramic", "porcelain": "ceramic", "stone": "stone", "fabric": "fabric",
+    "cloth": "fabric", "rubber": "rubber", "paper": "paper", "leather": "leather", "wax": "wax",
+    "sponge": "sponge", "soap": "soap",
+    # Minecraft wood kinds and building blocks
+    "oak": "oak", "dark oak": "dark_oak", "spruce": "spruce", "birch": "birch", "jungle": "jungle",
+    "acacia": "acacia", "mangrove": "mangrove", "cherry": "cherry", "crimson": "crimson", "warped": "warped",
+    "cobblestone": "cobblestone", "brick": "brick", "bricks": "brick", "stone brick": "stone_brick",
+    "stone bricks": "stone_brick", "sandstone": "sandstone", "planks": "planks",
+}  # fmt: skip
 STATE_ANTONYMS = {
     "open": "closed", "on": "off", "broken": "intact", "sliced": "unsliced", "filled": "empty",
     "dirty": "clean", "cooked": "raw",
@@ -54,7 +70,7 @@ STATE_KEYS = {
     "open": "open", "isopen": "open", "opened": "open", "toggled": "on", "istoggled": "on", "on": "on",
     "broken": "broken", "isbroken": "broken", "sliced": "sliced", "issliced": "sliced",
     "filled": "filled", "isfilledwithliquid": "filled", "filled_with_liquid": "filled",
-    "dirty": "dirty", "isdirty": "dirty", "cooked": "cooked", "iscooked": "cooked",
+    "dirty": "dirty", "isdirty": "dirty", "cooked": "cooked", "iscooked": "cooked", "state": "",
 }  # fmt: skip
 
 TEMPORAL = {
@@ -71,7 +87,9 @@ POLARITY = {
 }  # fmt: skip
 
 # Object types (AI2-THOR, HM3D categories, Minecraft) and synonyms a paraphrase may use instead. Bare
-# head nouns ("table" for DiningTable) are deliberately absent: they can name a different object.
+# head nouns ("table" for DiningTable) are deliberately absent: they can name a different object. So are
+# words that are mostly something else ("water", "stone", "dish"): they would flag ordinary verbs and
+# materials as invented objects. An item's own types are always added to what is read.
 TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "CounterTop": ("counter", "kitchen counter", "worktop"),
     "Fridge": ("refrigerator",),
@@ -99,7 +117,7 @@ TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "Mug": ("coffee mug",),
     "Cup": (),
     "Bowl": (),
-    "Plate": ("dish",),
+    "Plate": (),
     "Pot": ("cooking pot",),
     "Pan": ("frying pan", "skillet"),
     "Kettle": ("teakettle",),
@@ -152,10 +170,6 @@ TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "Chicken": (),
     "Zombie": (),
     "Creeper": (),
-    "Stone": (),
-    "Dirt": (),
-    "Sand": (),
-    "Water": (),
     "Log": ("wood log",),
     "Chest": (),
     "Village": (),
@@ -201,7 +215,9 @@ def _alternation(forms: list[str]) -> re.Pattern[str]:
 
 @cache
 def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
-    table = {"color": COLORS, "state": STATES, "temporal": TEMPORAL, "polarity": POLARITY}[kind]
+    tables = {"color": COLORS, "state": STATES, "bare_state": BARE_STATES, "material": MATERIALS,
+              "temporal": TEMPORAL, "polarity": POLARITY}  # fmt: skip
+    table = tables[kind]
     return _alternation(list(table)), table
 
 
@@ -226,6 +242,18 @@ def _type_pattern(extra_types: frozenset[str]) -> tuple[re.Pattern[str], dict[st
         for form in type_forms(type_name):
             owners.setdefault(form, set()).add(type_name.split("#")[0])
     return _alternation(list(owners)), {f: frozenset(t) for f, t in owners.items()}
+
+
+def scan_spans(kind: str, text: str) -> list[tuple[int, int, str]]:
+    """(start, end, canonical id) of every ``kind`` word in the normalised ``text``."""
+    pattern, table = _vocabulary_pattern(kind)
+    return [(m.start(), m.end(), table[m.group(0).replace("-", " ")]) for m in pattern.finditer(normalize_text(text))]
+
+
+def type_spans(text: str, extra_types: frozenset[str] = frozenset()) -> list[tuple[int, frozenset[str]]]:
+    """(start, types that form can name) of every object-type mention in the normalised ``text``."""
+    pattern, owners = _type_pattern(extra_types)
+    return [(m.start(), owners[m.group(0).replace("-", " ")]) for m in pattern.finditer(normalize_text(text))]
 
 
 def scan_types(text: str, extra_types: frozenset[str] = frozenset()) -> list[frozenset[str]]:
@@ -268,3 +296,57 @@ def scan_ordinals(text: str) -> list[int]:
     found = [(m.start(), int(m.group(1))) for m in _ORDINAL_NUMERAL.finditer(norm)]
     found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
     return [value for _, value in sorted(found)]
+
+
+_STOP_WORDS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "for",
+        "to",
+        "on",
+        "in",
+        "at",
+        "with",
+        "by",
+        "from",
+        "used",
+        "use",
+        "using",
+        "things",
+        "thing",
+        "something",
+        "it",
+        "its",
+        "them",
+        "they",
+        "you",
+        "your",
+    }
+)
+
+
+def _stem(word: str) -> str:
+    """A crude stem: watering -> water, plants -> plant, sitting -> sit, cutting -> cut."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiou":
+        word = word[:-1]  # sitt -> sit
+    return word
+
+
+def content_stems(phrase: str) -> tuple[str, ...]:
+    """The stems of a phrase's content words ("used for watering plants" -> ("water", "plant"))."""
+    words = re.findall(r"[a-z]+", normalize_text(phrase))
+    return tuple(dict.fromkeys(_stem(w) for w in words if w not in _STOP_WORDS and len(w) > 2))
+
+
+@lru_cache(maxsize=1 << 16)
+def stems_in(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in re.findall(r"[a-z]+", normalize_text(text)))

@@ -18,7 +18,8 @@ from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
 
 SIDES = ("question", "answer")
-KINDS = ("type", "number", "coordinate", "color", "state", "temporal", "ordinal", "polarity")
+KINDS = ("type", "number", "coordinate", "color", "material", "utility", "state", "temporal", "ordinal", "polarity")
+WORD_KINDS = ("color", "material", "state", "temporal", "polarity")
 NUMBER_TOL = 0.006  # numbers printed with two decimals may be re-printed with more or fewer zeros
 LOCATE_TOL = 0.051  # structure-to-template match: the template may round coordinates to one decimal
 _YES = frozenset({"yes", "true", "1"})
@@ -39,6 +40,9 @@ class Fact:
     sides: tuple[str, ...] = ()  # where the template text states it: these make it essential
 
 
+Binding = tuple[str, frozenset[frozenset[str]]]  # (temporal relation, the object mentions of its clause)
+
+
 @dataclass
 class ItemFacts:
     """The facts of one item and, per side, what a paraphrase of that side may mention."""
@@ -47,6 +51,8 @@ class ItemFacts:
     types: frozenset[str]  # every type the item has (extends the type vocabulary)
     allowed: dict[str, dict[str, set]] = field(default_factory=dict)  # side -> kind -> values
     numbers: dict[str, list[float]] = field(default_factory=dict)  # side -> numbers it may mention
+    bare_states: bool = False  # a state query: its answer may be a bare "on" / "off"
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)  # side -> temporal relations' objects
 
     @property
     def essential(self) -> list[Fact]:
@@ -78,12 +84,32 @@ def _arg_types(args: dict) -> set[str]:
     return {v for k, v in args.items() if k in ("type", "object_type", "target_type") and isinstance(v, str)}
 
 
+_NAMED_OBJECT_FAMILIES = ("location", "position", "region")
+
+
+def _named_object(family: str, value: str) -> str | None:
+    """The object a filter names in plain words: ``wolf`` (position), ``pass bookshelf`` -> ``bookshelf``
+    (moment: event kind, then object), ``enter_region dining room`` -> ``dining room``."""
+    if family in _NAMED_OBJECT_FAMILIES:
+        name = value
+    elif family in ("moment", "temporal") and " " in value.strip():
+        name = value.strip().split(" ", 1)[1]
+    else:
+        return None
+    name = re.sub(r"\s*(#\d+|\(x=[^)]*\))", "", name).strip()
+    return name if name and name.lower() not in ("you", "agent") else None
+
+
 def _structural_types(record: QARecord) -> Structural:
     prog = record.program
     program = _arg_types(prog.query.args) | _types_in(prog.query.arg)
     program |= {t for v in prog.query.args.values() if isinstance(v, str) for t in _types_in(v)}
+    program |= {v for k, v in prog.query.args.items() if k == "subject" and isinstance(v, str)}
     for f in prog.filters:
         program |= _types_in(f.value) | _arg_types(f.args)
+        named = _named_object(f.family, f.value)
+        if named and not _TYPE_TOKEN.fullmatch(named):
+            program.add(named)
     program |= {t for g in record.structured_answer for t in _types_in(g.predicate)}
     answer = {item.type for g in record.structured_answer for item in g.result}
     return [("type", t, "program") for t in sorted(program)] + [("type", t, "answer") for t in sorted(answer - program)]
@@ -92,6 +118,8 @@ def _structural_types(record: QARecord) -> Structural:
 def _state_of(key: str, value: str) -> str | None:
     canon = lx.STATE_KEYS.get(key.lower().replace(" ", "_"))
     val = value.strip().lower()
+    if val in lx.BARE_STATES:
+        return lx.BARE_STATES[val]
     if canon and val in _YES:
         return canon
     if canon and val in _NO:
@@ -111,16 +139,26 @@ def _structural_words(record: QARecord) -> Structural:
             known = key if key in set(lx.TEMPORAL.values()) else (lx.scan("temporal", f.key) or [key])[0]
             out.append(("temporal", known, "program"))
         out += [("color", c, "program") for c in lx.scan("color", f.value)]
+        out += [("material", m, "program") for m in lx.scan("material", f.value)]
+        if f.key == "utility" and lx.content_stems(f.value):
+            out.append(("utility", lx.content_stems(f.value), "program"))
         out += [
             ("ordinal", int(v), "program") for k, v in f.args.items() if k.startswith("ordinal") and isinstance(v, int)
         ]
         out += [("ordinal", o, "program") for o in lx.scan_ordinals(f.value)]
     query = record.program.query
+    if query.name == "getState" and record.answer_type not in _YES_NO_TYPES and lx.STATE_KEYS.get(query.arg.lower()):
+        asked = lx.STATE_KEYS[query.arg.lower()]  # "switched on or off?": both may be named in the question
+        out += [("state", asked, "program"), ("state", lx.STATE_ANTONYMS.get(asked, ""), "program")]
     for g in record.structured_answer:
         if query.name == "getState":
             out.append(("state", _state_of(query.arg, g.value), "answer"))
         if query.arg == "color" or record.answer_type == "color":
             out += [("color", c, "answer") for c in lx.scan("color", g.value)]
+        if query.arg == "material" or record.answer_type == "material":
+            out += [("material", m, "answer") for m in lx.scan("material", g.value)]
+        if (query.arg == "utility" or record.answer_type == "utility") and lx.content_stems(g.value):
+            out.append(("utility", lx.content_stems(g.value), "answer"))
         if record.answer_type in _YES_NO_TYPES and g.value.strip().lower() in _YES | _NO:
             out.append(("polarity", "yes" if g.value.strip().lower() in _YES else "no", "answer"))
     return [fact for fact in out if fact[1]]
@@ -156,11 +194,14 @@ def _find_triple(numbers: list[float], triple: tuple[float, ...], tol: float) ->
     return None
 
 
-def _reader(kind: str, types: frozenset[str]):
+def _reader(kind: str, types: frozenset[str], side: str = "question", bare_states: bool = False):
+    """How ``kind`` is read from the text of ``side``: a function text -> canonical values."""
     if kind == "ordinal":
         return lx.scan_ordinals
     if kind == "type":
         return lambda text: [t for owners in lx.scan_types(text, types) for t in owners]
+    if kind == "state" and side == "answer" and bare_states:
+        return lambda text: lx.scan("bare_state", text)
     return lambda text: lx.scan(kind, text)
 
 
@@ -179,7 +220,7 @@ def _stated_numeric(kind: str, value: object, texts: dict[str, str]) -> list[Fac
     return facts
 
 
-def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str], bare: bool) -> list[Fact]:
     facts: list[Fact] = []
     for kind, value, origin in structural:
         if kind in ("number", "coordinate"):
@@ -188,14 +229,18 @@ def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str]
             if not stated:
                 facts.append(Fact(kind, str(value), value, origin))
             continue
-        found = {side: set(_reader(kind, types)(text)) for side, text in texts.items()}
+        if kind == "utility":  # an open phrase: stated where all its content words are, in any inflection
+            sides = tuple(s for s in SIDES if set(value) <= lx.stems_in(texts[s]))  # type: ignore[call-overload]
+            facts.append(Fact(kind, " ".join(value), value, origin, sides))  # type: ignore[arg-type]
+            continue
+        found = {side: set(_reader(kind, types, side, bare)(text)) for side, text in texts.items()}
         sides = tuple(s for s in SIDES if value in found[s])
         value = frozenset({value}) if kind == "type" else value
         facts.append(Fact(kind, str(next(iter(value)) if kind == "type" else value), value, origin, sides))
     return facts
 
 
-def _text_only_facts(facts: list[Fact], texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+def _text_only_facts(facts: list[Fact], texts: dict[str, str], types: frozenset[str], bare: bool) -> list[Fact]:
     """What the template text states that the structure does not name (kept: the text says it)."""
     known = {(f.kind, f.value) for f in facts}
     coordinate_parts = [c for f in facts if f.kind == "coordinate" and f.sides for c in f.value]  # type: ignore[attr-defined]
@@ -204,10 +249,9 @@ def _text_only_facts(facts: list[Fact], texts: dict[str, str], types: frozenset[
         for n in lx.scan_numbers(text, include_ambiguous=False):
             if not _near(coordinate_parts, n, NUMBER_TOL) and ("number", n) not in known:
                 out.append(Fact("number", f"{n:g}", n, "text", (side,)))
-        for kind in ("color", "state", "temporal", "ordinal", "polarity"):
-            out += [
-                Fact(kind, str(v), v, "text", (side,)) for v in _reader(kind, types)(text) if (kind, v) not in known
-            ]
+        for kind in (*WORD_KINDS, "ordinal"):
+            read = _reader(kind, types, side, bare)
+            out += [Fact(kind, str(v), v, "text", (side,)) for v in read(text) if (kind, v) not in known]
         for owners in lx.scan_types(text, types):
             if not owners & types:
                 out.append(Fact("type", "/".join(sorted(owners)), owners, "text", (side,)))
@@ -253,17 +297,52 @@ def derive_facts(record: QARecord) -> ItemFacts:
     texts = {"question": record.question, "answer": record.answer}
     structural = _structural_types(record) + _structural_words(record) + _structural_numbers(record)
     types = frozenset(str(v) for kind, v, _ in structural if kind == "type")
-    facts = _locate(structural, texts, types)
-    facts = _merge(facts + _text_only_facts(facts, texts, types))
+    bare = record.program.query.name == "getState" or record.answer_type == "state"
+    facts = _locate(structural, texts, types, bare)
+    facts = _merge(facts + _text_only_facts(facts, texts, types, bare))
     allowed, numbers = _allowed(facts, texts)
     all_types = frozenset(t for f in facts if f.kind == "type" for t in f.value)  # type: ignore[attr-defined]
-    return ItemFacts(facts=facts, types=all_types, allowed=allowed, numbers=numbers)
+    bindings = {side: [b for b in temporal_bindings(text, all_types) if b[1]] for side, text in texts.items()}
+    return ItemFacts(
+        facts=facts, types=all_types, allowed=allowed, numbers=numbers, bare_states=bare, bindings=bindings
+    )
+
+
+# ---- temporal relations and the events they are about -------------------------------------------
+
+_CLAUSE_END = re.compile(r"[,;?.!:]| and | or | but ")
+
+
+def temporal_bindings(text: str, types: frozenset[str]) -> list[Binding]:
+    """Each temporal relation in ``text`` with the objects named in its clause ("after you passed the
+    bookshelf and before ..." -> ("after", {bookshelf})), so that a paraphrase that swaps which event
+    comes before and which after is caught even though both relations survive."""
+    norm = lx.normalize_text(text)
+    out = []
+    for _, end, relation in lx.scan_spans("temporal", text):
+        stop = _CLAUSE_END.search(norm, end)
+        clause = norm[end : stop.start() if stop else len(norm)]
+        out.append((relation, frozenset(owners for _, owners in lx.type_spans(clause, types))))
+    return out
+
+
+def _binding_reasons(item: ItemFacts, side: str, text: str) -> list[str]:
+    found = temporal_bindings(text, item.types)
+    reasons = []
+    for relation, objects in item.bindings.get(side, []):
+        present = [mentions for rel, mentions in found if rel == relation]
+        if not objects or not present:
+            continue  # nothing to bind, or the relation is missing (reported as dropped)
+        if not any(all(any(o & m for m in mentions) for o in objects) for mentions in present):
+            names = ", ".join(sorted("/".join(sorted(o)) for o in objects))
+            reasons.append(f"moved temporal '{relation}' away from {names} in the {side}")
+    return reasons
 
 
 # ---- checking a paraphrase -----------------------------------------------------------------------
 
 
-def _states_fact(fact: Fact, text: str, types: frozenset[str]) -> bool:
+def _states_fact(fact: Fact, text: str, item: ItemFacts, side: str) -> bool:
     if fact.kind == "number":
         value = float(fact.value)  # type: ignore[arg-type]
         norm = lx.normalize_text(text)
@@ -275,10 +354,10 @@ def _states_fact(fact: Fact, text: str, types: frozenset[str]) -> bool:
     if fact.kind == "coordinate":
         return _find_triple(lx.scan_numbers(text), fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
     if fact.kind == "type":
-        return any(owners & fact.value for owners in lx.scan_types(text, types))  # type: ignore[operator]
-    if fact.kind == "ordinal":
-        return fact.value in lx.scan_ordinals(text)
-    return fact.value in lx.scan(fact.kind, text)
+        return any(owners & fact.value for owners in lx.scan_types(text, item.types))  # type: ignore[operator]
+    if fact.kind == "utility":
+        return set(fact.value) <= lx.stems_in(text)  # type: ignore[call-overload]
+    return fact.value in _reader(fact.kind, item.types, side, item.bare_states)(text)
 
 
 def _introduced(item: ItemFacts, side: str, text: str) -> list[str]:
@@ -289,10 +368,9 @@ def _introduced(item: ItemFacts, side: str, text: str) -> list[str]:
         for n in lx.scan_numbers(text, include_ambiguous=False)
         if not _near(item.numbers[side], n, NUMBER_TOL)
     ]
-    for kind in ("color", "state", "temporal", "polarity"):
-        reasons += [
-            f"introduced {kind} '{v}' in the {side}" for v in lx.scan(kind, text) if v not in allowed.get(kind, ())
-        ]
+    for kind in WORD_KINDS:
+        read = _reader(kind, item.types, side, item.bare_states)
+        reasons += [f"introduced {kind} '{v}' in the {side}" for v in read(text) if v not in allowed.get(kind, ())]
     ordinals = allowed.get("ordinal", set())
     reasons += [f"introduced ordinal {v} in the {side}" for v in lx.scan_ordinals(text) if v not in ordinals]
     types = {t for owners in allowed.get("type", ()) for t in owners}
@@ -309,8 +387,9 @@ def check_paraphrase(record: QARecord, question: str, answer: str, item: ItemFac
     reasons = [f"empty {side}" for side, text in texts.items() if not text.strip()]
     for fact in item.essential:
         for side in fact.sides:
-            if not _states_fact(fact, texts[side], item.types):
+            if not _states_fact(fact, texts[side], item, side):
                 reasons.append(f"dropped {fact.kind} '{fact.label}' from the {side}")
     for side in SIDES:
+        reasons += _binding_reasons(item, side, texts[side])
         reasons += _introduced(item, side, texts[side])
     return Verdict(ok=not reasons, reasons=tuple(reasons))

@@ -237,3 +237,64 @@ def generated_records(n: int, seed: int = 0, split: str = "") -> list[QARecord]:
         rec.split = split
         out.append(rec)
     return out
+
+
+def engine_shaped_records() -> list[QARecord]:
+    """Items in the shapes the question engine writes: lowercase object names in navigation and
+    blockworld, bare on/off state answers, material and utility answers, two temporal relations."""
+    plant = ResultItem("plant#1", "plant", (1.0, 0.0, 2.0))
+    return [
+        record(
+            "Was the plastic object switched on or off?",
+            "Off.",
+            [FilterSpec("property", "material", "plastic")],
+            QuerySpec("getState", "toggled"),
+            [AnswerGroup("(property:material = plastic)", None, (ResultItem("Lamp#1", "Lamp", (0, 1, 2)),), "off")],
+            "state",
+        ),
+        record(
+            "What was the switched-on object made of?",
+            "Metal.",
+            [FilterSpec("state", "toggled", "true")],
+            QuerySpec("getProperty", "material"),
+            [AnswerGroup("(state:toggled = true)", None, (ResultItem("Toaster#1", "Toaster", (0, 1, 2)),), "metal")],
+            "material",
+        ),
+        record(
+            "What was the filled object used for?",
+            "Watering plants.",
+            [FilterSpec("state", "filled", "true")],
+            QuerySpec("getProperty", "utility"),
+            [
+                AnswerGroup(
+                    "(state:filled = true)",
+                    None,
+                    (ResultItem("WateringCan#1", "WateringCan", (0, 0, 1)),),
+                    "watering plants",
+                )
+            ],
+            "utility",
+        ),
+        record(
+            "Which gray objects did you see after you passed the bookshelf and before you passed the plant?",
+            "A plant.",
+            [
+                FilterSpec("moment", "after", "pass bookshelf", {"event": 0}),
+                FilterSpec("moment", "before", "pass plant", {"event": 4}),
+                FilterSpec("property", "color", "gray"),
+            ],
+            QuerySpec("listObjects"),
+            [AnswerGroup("(when = after pass bookshelf)", None, (plant,), "plant")],
+            "objects",
+            family="navigation",
+        ),
+        record(
+            "How many birch objects did you see after you entered the house?",
+            "2.",
+            [FilterSpec("moment", "after", "enter house", {"event": 0}), FilterSpec("property", "material", "birch")],
+            QuerySpec("count", "objects"),
+            [AnswerGroup("(when = after enter house)", None, (ResultItem("tree#1", "tree", (3, 0, 4)),) * 2, "2")],
+            "number",
+            family="blockworld",
+        ),
+    ]

@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from eqagen.paraphrase.validator import check_paraphrase, derive_facts
 from tests.paraphrase.chat_server import changed_rewrite, dropped_rewrite, good_rewrite
-from tests.paraphrase.fixtures import generated_records, sample_records
+from tests.paraphrase.fixtures import engine_shaped_records, generated_records, sample_records
 
 RECORDS = sample_records()
 COUNT_GROUNDED, COUNT_GROUPS, FRIDGE_YES, BOWL_COLOR, LIST_AFTER, KNIFE_WHERE, DRAWER_TIMES, CHAIRS, CABINET_NO = range(
@@ -103,3 +103,59 @@ def test_careful_rewrites_pass_and_corrupted_ones_never_do(seed, index):
     dropped = check_paraphrase(record, *dropped_rewrite(record.question, record.answer), item)
     assert not changed.ok and not dropped.ok
     assert any(r.startswith("dropped") for r in dropped.reasons)
+
+
+ENGINE = engine_shaped_records()
+TOGGLE, MATERIAL, UTILITY, TWO_MOMENTS, BIRCH = range(len(ENGINE))
+
+ENGINE_FAITHFUL = [
+    (TOGGLE, "Was the plastic thing switched on, or was it switched off?", "It was off."),
+    (MATERIAL, "What material was the switched-on object?", "It was made of metal."),
+    (UTILITY, "What purpose did the filled object serve?", "It was used to water the plants."),
+    (TWO_MOMENTS, "After passing the bookshelf but before passing the plant, which gray objects did you see?",
+     "A plant."),
+    (BIRCH, "After entering the house, how many birch objects did you see?", "Two."),
+]  # fmt: skip
+ENGINE_UNFAITHFUL = [
+    (TOGGLE, "Was the plastic object switched on or off?", "On.", "dropped state 'off' from the answer"),
+    (MATERIAL, "What was the switched-on object made of?", "Wood.", "dropped material 'metal'"),
+    (UTILITY, "What was the filled object used for?", "Cleaning dishes.", "dropped utility 'water plant'"),
+    (TWO_MOMENTS, "Which gray objects did you see before you passed the bookshelf and after you passed the plant?",
+     "A plant.", "moved temporal 'after' away from bookshelf"),
+    (BIRCH, "How many oak objects did you see after you entered the house?", "2.", "dropped material 'birch'"),
+    (BIRCH, "How many birch objects did you see after you entered the barn?", "2.", "dropped type 'house'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("index", "question", "answer"), ENGINE_FAITHFUL)
+def test_engine_shaped_items_accept_faithful_rewrites(index, question, answer):
+    verdict = check_paraphrase(ENGINE[index], question, answer)
+    assert verdict.ok, verdict.reason
+
+
+@pytest.mark.parametrize(("index", "question", "answer", "reason"), ENGINE_UNFAITHFUL)
+def test_engine_shaped_items_reject_changed_facts(index, question, answer, reason):
+    verdict = check_paraphrase(ENGINE[index], question, answer)
+    assert any(r.startswith(reason) for r in verdict.reasons), verdict.reasons
+
+
+def test_on_the_question_engines_own_output():
+    """Items sampled by the question engine from embedded episodes of each world family."""
+    predicates = pytest.importorskip("eqagen.predicates")
+    from eqagen.core import derive_rng
+    from eqagen.generators import get_backend
+    from eqagen.paraphrase.offline import offline_paraphrase
+
+    records = []
+    for family in ("household", "navigation", "blockworld"):
+        backend = get_backend(family, "embedded")
+        episode = backend.run(backend.plan(1, 0, {"max_steps": 120})[0])
+        rng = derive_rng(0, "questions", episode.episode_id)
+        records += predicates.sample_questions(episode, predicates.QuestionConfig(), rng)[0]
+    assert len({r.family for r in records}) == 3
+    for record in records:
+        item = derive_facts(record)
+        assert offline_paraphrase(record, 0, item).paraphrase.validated
+        assert check_paraphrase(record, *good_rewrite(record.question, record.answer), item).ok
+        dropped = check_paraphrase(record, *dropped_rewrite(record.question, record.answer), item)
+        assert not dropped.ok, (record.question, record.answer)  # every answer states a fact
