@@ -5,6 +5,7 @@ Public API: :func:`sample_questions`, :func:`evaluate`, :class:`QuestionConfig`,
 :func:`extend_world_family`) through which world families add their own predicates.
 """
 
+import eqagen.predicates.builtin  # noqa: F401  (registers the built-in filters, queries and forbidden pairs)
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, NamedEvent, context_for
 from eqagen.predicates.evaluator import evaluate
