@@ -6,7 +6,8 @@ Filter families:
 
 - ``region:in_room`` ("in the bedroom"): objects of the rooms of one category. With two bedrooms the
   answer is grouped per room, each grounded by the room's centre (the region entity's position).
-- ``view:final`` ("when you stopped"): what the final view shows (EXPRESS-Bench asks about it).
+- ``view:final`` ("in view where you stopped"): the objects the final view shows (EXPRESS-Bench asks
+  about that view).
 - built-in ``property:color``, ``position`` (situated: to your left, in front of the sofa) and
   ``moment`` (before/after you entered the kitchen, passed the piano: events ``enter_region`` and
   ``pass``).
@@ -76,18 +77,21 @@ def in_room(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
 
 
 # -- view: final -------------------------------------------------------------------------------------------
+def final_view_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
+    return [FilterSpec("view", key, "final")] if (ctx.data[-1] & is_object(ctx)).any() else []
+
+
 @register_filter(
     "view",
     ("final",),
-    lambda ctx, key: [FilterSpec("view", key, "final")] if ctx.data[-1].any() else [],
-    slot="when",
-    phrases={"final": "when you stopped"},
+    final_view_values,
+    slot="post",
+    phrases={"final": "in view where you stopped"},
     labels={"final": "in the final view"},
 )
 def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
-    rows = np.zeros((ctx.T, 1), dtype=bool)
-    rows[-1] = True
-    return _broadcast(rows, ctx)
+    """Every observation of the objects the final view shows (EXPRESS-Bench asks about that view)."""
+    return _broadcast(ctx.data[-1] & is_object(ctx), ctx)
 
 
 # -- queries ----------------------------------------------------------------------------------------------
