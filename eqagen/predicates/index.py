@@ -37,6 +37,7 @@ class QueryView:
     time-reading query reads there (None otherwise)."""
 
     cols: np.ndarray
+    holds: np.ndarray  # bool [C, k]: the index's ``holds`` on these cells
     starts: np.ndarray
     values: np.ndarray | None
     events: bool
@@ -100,7 +101,12 @@ class EpisodeIndex:
             starts = np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if cols.size else cols
             values = self.time_values(q)
             self._memo[key] = QueryView(
-                cols, starts, None if values is None else values[cols], counts_events(q), np.arange(cols.size)
+                cols,
+                self.holds[:, cols],
+                starts,
+                None if values is None else values[cols],
+                counts_events(q),
+                np.arange(cols.size),
             )
         return self._memo[key]
 

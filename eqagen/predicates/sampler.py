@@ -131,9 +131,9 @@ def effective_candidates(index: EpisodeIndex, view: QueryView, used: list[int], 
     """Of candidates ``idx``, those that keep every filter effective on the query's cells (the candidate
     changes the answer, and each earlier filter still does with it), with the number of cells and of
     entities each keeps."""
-    rows_used = index.holds[np.ix_(used, view.cols)] if used else np.ones((0, view.cols.size), dtype=bool)
+    rows_used = view.holds[used]
     current = rows_used.all(axis=0, keepdims=True)
-    rows = index.holds[np.ix_(idx, view.cols)]
+    rows = view.holds[idx]
     kept = current & rows
     ok = proxy_differs(view, current, kept)
     for others in without_each(rows_used):

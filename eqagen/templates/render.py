@@ -42,6 +42,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        auto_reload=False,  # templates ship with the package; no stat() per render
     )
     env.filters.update(label=label, plural=plural, a=with_article, upper_first=upper_first)
     return env
@@ -57,11 +58,16 @@ def source_template(source: str) -> jinja2.Template:
     return environment().from_string(source)
 
 
+@lru_cache(maxsize=64)
+def file_template(name: str) -> jinja2.Template:
+    return environment().get_template(name)
+
+
 def question_template(name: str) -> jinja2.Template:
     qdef = REGISTRY.query(name)
     if qdef.template is not None:
         return source_template(qdef.template)
-    return environment().get_template(f"questions/{name}.j2")
+    return file_template(f"questions/{name}.j2")
 
 
 # -- filter phrases -----------------------------------------------------------------------------------
@@ -183,7 +189,7 @@ def render_structured(ctx: EpisodeContext, program: Program, anchors: dict[int, 
     subject = program.query.args.get("subject")
     if subject:
         parts.insert(0, f"(object = {label(subject)})")
-    return environment().get_template("structured.j2").render(head=query_head(program), conjuncts=parts)
+    return file_template("structured.j2").render(head=query_head(program), conjuncts=parts)
 
 
 # -- answers ------------------------------------------------------------------------------------------
@@ -210,5 +216,5 @@ def render_answer(
         if grounded_index >= 0 and g.anchor is not None:
             phrase = filter_phrase(ctx, program.filters[grounded_index], g.anchor)
         rows.append({"phrase": phrase, "value": readable_value(answer_type, g.value)})
-    text = environment().get_template("answer.j2").render(groups=rows)
+    text = file_template("answer.j2").render(groups=rows)
     return " ".join(text.split())
