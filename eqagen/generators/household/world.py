@@ -463,14 +463,17 @@ class HouseholdWorld:
         compatible = self.compatible[r, h] or getattr(self, "_forced", False)
         if not compatible or r == h or self.parent[r] == h:
             return f"{self.types[h]} cannot be placed in {self.native_id[r]}"
-        if self._occupancy(r) >= self.capacity[r] or self.eff_dist[r] > PUT_REACH:
+        if self._occupancy(r, adding=h) > self.capacity[r] or self.eff_dist[r] > PUT_REACH:
             return "No valid positions to place object found"
         return ""
 
-    def _occupancy(self, r: int) -> int:
-        """Objects resting in ``r`` that take room: existing ones only (not a sliced whole or unspawned
-        slices), and the slices of one whole count once, as they lie where the whole lay in AI2-THOR."""
+    def _occupancy(self, r: int, adding: int = -1) -> int:
+        """Objects resting in ``r`` (with ``adding`` put in) that take room: existing ones only (not a sliced
+        whole or unspawned slices), and the slices of one whole count once, as they lie where the whole lay
+        in AI2-THOR (so a slice put back beside its sister slices needs no new room)."""
         inside = np.flatnonzero((self.parent == r) & self.flags["exists"])
+        if adding >= 0:
+            inside = np.append(inside, adding)
         return len(np.unique(np.where(self.whole_of[inside] >= 0, self.whole_of[inside], inside)))
 
     def _place(self, h: int, r: int) -> None:
