@@ -210,12 +210,12 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
         return split
     to_eval = take_with_carry(units, np.ones(len(units.size), bool), forced, eval_share)
     val_share = ratios[1] / eval_share
-    # Forced units alternate between val and test along one sequence over all strata, so both get the
-    # same unseen share even when few units are forced; the free ones then even out each stratum.
-    subset = to_eval & forced
-    split[subset] = np.where(take_interleaved(units, subset, val_share)[subset], 1, 2)
-    subset = to_eval & ~forced
-    split[subset] = np.where(take_with_carry(units, subset, np.zeros(len(units.size), bool), val_share)[subset], 1, 2)
+    # Forced units alternate between val and test along one walk over all strata, so both get the same
+    # unseen share even when few units are forced; the free ones then fill each stratum's val quota
+    # around them.
+    forced_val = take_interleaved(units, to_eval & forced, val_share)
+    to_val = take_with_carry(units, to_eval, forced_val, val_share, barred=to_eval & forced & ~forced_val)
+    split[to_eval] = np.where(to_val[to_eval], 1, 2)
     return split
 
 
@@ -235,28 +235,32 @@ def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarra
     return take
 
 
-def take_with_carry(units: Units, among: np.ndarray, forced: np.ndarray, share: float) -> np.ndarray:
-    """Choose units (of ``among``) holding ``share`` of the records of each stratum: forced units
-    always, then free ones in random order while their midpoint stays within the stratum's free
-    quota. Where forced units overfill a stratum, the other strata's free quotas shrink in proportion
-    so the total stays on target; rounding is carried from one stratum to the next."""
+def take_with_carry(
+    units: Units, among: np.ndarray, must: np.ndarray, share: float, barred: np.ndarray | None = None
+) -> np.ndarray:
+    """Choose units (of ``among``) holding ``share`` of the records of each stratum: the ``must`` units
+    always, never the ``barred`` ones (they still count in the stratum's size), and free ones in random
+    order while their midpoint stays within the stratum's free quota. Where the must units overfill a
+    stratum, the other strata's free quotas shrink in proportion so the total stays on target; rounding
+    is carried from one stratum to the next."""
+    barred = np.zeros(len(units.size), bool) if barred is None else barred
     idx = np.flatnonzero(among)
-    order = idx[np.lexsort((units.key[idx], ~forced[idx], units.stratum[idx]))]
-    size, must = units.size[order], forced[order]
+    order = idx[np.lexsort((units.key[idx], barred[idx], ~must[idx], units.stratum[idx]))]
+    size, forced, blocked = units.size[order], must[order], barred[order]
     take = np.zeros(len(units.size), dtype=bool)
     if len(order) == 0:
         return take
     starts = np.concatenate([[0], np.flatnonzero(np.diff(units.stratum[order])) + 1])
     totals = np.add.reduceat(size, starts)
-    forced_totals = np.add.reduceat(np.where(must, size, 0), starts)
+    forced_totals = np.add.reduceat(np.where(forced, size, 0), starts)
     deficit = np.maximum(share * totals - forced_totals, 0.0)
     wanted = max(share * totals.sum() - forced_totals.sum(), 0.0)
     free_quota = deficit * (wanted / deficit.sum() if deficit.sum() > 0 else 0.0)
-    take[order[must]] = True
+    take[order[forced]] = True
     carry = 0.0
     ends = np.append(starts[1:], len(order))
     for i, (lo, hi) in enumerate(zip(starts, ends)):
-        free = ~must[lo:hi]
+        free = ~forced[lo:hi] & ~blocked[lo:hi]
         free_size = np.where(free, size[lo:hi], 0)
         before = np.cumsum(free_size) - free_size
         room = free_quota[i] + carry

@@ -1,4 +1,10 @@
-"""Property tests: random candidate pools through balance and split meet every must-have."""
+"""Property tests: random candidate pools through balance and split meet every must-have.
+
+The pools span 40,000-80,000 candidates at 30-60 candidates per scene (about 3,000-12,000 balanced
+records). Below that, val and test hold a few hundred records and a single balance group of 20 can move
+a stratum's share of a split by more than 3 points, or a scene with one record lands outside train by
+chance: the split then reports the miss in its warnings (tests/curation/test_splits.py).
+"""
 
 from __future__ import annotations
 
@@ -22,9 +28,9 @@ from tests.curation.curation_checks import (
 
 pools = st.fixed_dictionaries(
     {
-        "n_records": st.integers(30_000, 60_000),
+        "n_records": st.integers(40_000, 80_000),
         "seed": st.integers(0, 2**31 - 1),
-        "records_per_scene": st.integers(25, 60),
+        "records_per_scene": st.integers(30, 60),
         "zipf": st.floats(0.6, 1.3),
         "concentration": st.floats(0.2, 2.0),
         "grounded_share": st.floats(0.0, 0.6),
