@@ -25,6 +25,36 @@ from eqagen.paraphrase.prompts import JSON_SCHEMA
 FORMAT_CHAIN = ("json_schema", "json_object", "none")
 
 
+@dataclass
+class Budget:
+    """Per-run limits on billed requests and tokens. A request reserves a slot once it holds the
+    concurrency semaphore, just before it is sent, and gives it back if it fails in the end; tokens are
+    counted when a response arrives, so at most ``concurrency`` requests in flight can take the token
+    total past the limit."""
+
+    max_requests: int | None
+    max_tokens: int | None
+    requests: int = 0
+    tokens: int = 0
+    exhausted: bool = False
+
+    def reserve(self) -> bool:
+        over_requests = self.max_requests is not None and self.requests >= self.max_requests
+        over_tokens = self.max_tokens is not None and self.tokens >= self.max_tokens
+        if over_requests or over_tokens:
+            self.exhausted = True
+            return False
+        self.requests += 1
+        return True
+
+    def release(self) -> None:
+        self.requests -= 1
+
+
+class BudgetExhausted(Exception):
+    """The run's budget allows no further request."""
+
+
 class RequestFailed(Exception):
     """A request that still failed after every retry (or failed in a way retrying cannot fix)."""
 
@@ -127,11 +157,15 @@ class ChatClient:
             self.stats.format_fallbacks.append(self._format)
         return True
 
-    async def _send(self, messages: list[dict[str, str]]) -> Completion | None:
+    async def _send(self, messages: list[dict[str, str]], slot: list[bool], budget: Budget | None) -> Completion | None:
         """One HTTP request. None when the endpoint rejected the response format and a simpler one is
         to be tried (``auto`` only); the format is read inside the semaphore, so with concurrency 1 a
-        rejected format is sent exactly once."""
+        rejected format is sent exactly once. The budget slot is taken here too, once per request."""
         async with self._semaphore:
+            if budget is not None and not slot[0]:
+                if not budget.reserve():
+                    raise BudgetExhausted
+                slot[0] = True
             self.stats.attempts += 1
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
@@ -152,13 +186,25 @@ class ChatClient:
             return Completion(content, prompt, _estimate_tokens(content), usage_estimated=True)
         return Completion(content, int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
 
-    async def complete(self, messages: list[dict[str, str]], key: str) -> Completion:
-        """One chat completion, retried on 429, 5xx, timeouts and connection errors."""
+    async def complete(self, messages: list[dict[str, str]], key: str, budget: Budget | None = None) -> Completion:
+        """One chat completion, retried on 429, 5xx, timeouts and connection errors. Raises
+        :class:`BudgetExhausted` (nothing sent) or :class:`RequestFailed` (the budget slot given back)."""
+        slot = [False]
+        try:
+            return await self._complete(messages, key, slot, budget)
+        except BaseException:
+            if slot[0] and budget is not None:
+                budget.release()
+            raise
+
+    async def _complete(
+        self, messages: list[dict[str, str]], key: str, slot: list[bool], budget: Budget | None
+    ) -> Completion:
         rng = derive_rng(self.seed, "paraphrase", "backoff", key)
         retries = 0
         while True:
             try:
-                done = await self._send(messages)
+                done = await self._send(messages, slot, budget)
                 if done is not None:
                     return done
             except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as err:

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from eqagen.core.records import Paraphrase, QARecord
 from eqagen.paraphrase.cache import ResponseCache, request_key
-from eqagen.paraphrase.client import ChatClient, RequestFailed
+from eqagen.paraphrase.client import Budget, BudgetExhausted, ChatClient, RequestFailed
 from eqagen.paraphrase.config import Endpoint, ParaphraseConfig, resolve_cache_path, resolve_endpoint
 from eqagen.paraphrase.offline import offline_paraphrase
 from eqagen.paraphrase.prompts import (
@@ -55,31 +55,6 @@ def reason_category(reason: str) -> str:
     """'dropped number '3' from the answer' -> 'dropped number' (for counting rejections)."""
     words = re.findall(r"[a-z/]+", reason.lower())
     return " ".join(words[:2]) if words else "unknown"
-
-
-@dataclass
-class Budget:
-    """Per-run limits on billed requests and tokens. A request reserves a slot before it is sent and
-    gives it back if it fails; tokens are counted when a response arrives, so at most ``concurrency``
-    requests in flight can take the token total past the limit."""
-
-    max_requests: int | None
-    max_tokens: int | None
-    requests: int = 0
-    tokens: int = 0
-    exhausted: bool = False
-
-    def reserve(self) -> bool:
-        over_requests = self.max_requests is not None and self.requests >= self.max_requests
-        over_tokens = self.max_tokens is not None and self.tokens >= self.max_tokens
-        if over_requests or over_tokens:
-            self.exhausted = True
-            return False
-        self.requests += 1
-        return True
-
-    def release(self) -> None:
-        self.requests -= 1
 
 
 @dataclass
@@ -125,13 +100,10 @@ class _LLMRun:
         if hit is not None:
             self.counters.cache_hits += 1
             return hit.content
-        if not self.budget.reserve():
-            return None
         try:
-            done = await self.client.complete(messages, key)
-        except RequestFailed:
-            self.budget.release()
-            raise
+            done = await self.client.complete(messages, key, self.budget)
+        except BudgetExhausted:
+            return None
         request = {"last_message": messages[-1]["content"], "n_messages": len(messages), **self.client.sampling()}
         self.cache.put(key, self.endpoint.model, done.content, done.prompt_tokens, done.completion_tokens, request)
         self.budget.tokens += done.prompt_tokens + done.completion_tokens

@@ -1,5 +1,7 @@
 """The stage against a real local HTTP server speaking the chat-completions protocol."""
 
+import sqlite3
+
 import pytest
 
 from eqagen.core.errors import ConfigError
@@ -47,7 +49,8 @@ def test_only_fact_preserving_paraphrases_are_marked_validated(tmp_path):
     assert "dropped" in result.reasons[1] and "introduced" in result.reasons[2]
     assert result.reasons[5].startswith("request failed after 2 retries: 500")
     stats = result.stats
-    assert stats["retries"] == {"429": 1, "500": 2, "timeout": 1}
+    assert stats["retries"]["429"] == 1 and stats["retries"]["500"] == 2
+    assert stats["retries"]["timeout"] >= 1  # the slow reply (more only if the machine is very loaded)
     assert stats["attempts_per_item"] == {"1": 8, "2": 4, "3": 2}
     assert stats["rejections"]["malformed reply"] == 1 and stats["rejections"]["dropped coordinate"] >= 1
     assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
@@ -102,12 +105,15 @@ def test_the_token_budget_stops_after_the_limit_is_reached(tmp_path):
     records = generated_records(10, seed=7)
     with ScriptedChatServer() as server:
         probe = paraphrase_records(records[:1], config(server, tmp_path / "probe"), seed=0)
-        per_request = probe.stats["total_tokens"]
-        cfg = config(server, tmp_path, concurrency=1, max_tokens=int(2.5 * per_request))
-        result = paraphrase_records(records, cfg, seed=0)
-    assert result.stats["budget_exhausted"]
-    assert 3 <= result.stats["responses"] <= 4 and result.stats["validated"] == result.stats["responses"]
-    assert result.stats["total_tokens"] >= int(2.5 * per_request)
+        limit = int(2.5 * probe.stats["total_tokens"])
+        result = paraphrase_records(records, config(server, tmp_path, concurrency=1, max_tokens=limit), seed=0)
+    stats = result.stats
+    assert stats["budget_exhausted"] and 0 < stats["responses"] < len(records)
+    assert stats["validated"] == stats["responses"] and stats["items_stopped_by_budget"] == 10 - stats["responses"]
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:  # responses in the order they arrived
+        used = [p + c for p, c in db.execute("SELECT prompt_tokens, completion_tokens FROM responses ORDER BY created")]
+    assert sum(used) == stats["total_tokens"] >= limit  # it stopped only once the limit was reached
+    assert sum(used[:-1]) < limit  # and not one request later than that
 
 
 def test_response_format_steps_down_when_the_endpoint_rejects_it(tmp_path):
