@@ -1,6 +1,7 @@
 """The MineRL backend (optional extra ``minerl``): the explorer's walk played in real Minecraft.
 
-The world (generated, or read from a file) is written as a save directory, MineRL is started on it
+The world (generated, or read from a file) is written as a save directory (in Minecraft 1.16's chunk
+layout by default, the version MineRL 1.0 runs), MineRL is started on it
 with ``FileWorldGenerator``, and the explorer's planned moves are driven closed-loop: each planned
 turn is one ``camera`` action, each planned one-block move repeats its movement keys until the
 observed ``location_stats`` come within 0.3 blocks of the next block's centre (or a tick budget runs
@@ -182,7 +183,8 @@ def _start_world(world: BlockWorld, plan: Walk) -> BlockWorld:
 class MinerlBlockworld:
     """Plans like ``embedded`` (params ``biomes``, ``n_scenes``, ``max_steps``) or takes ``paths`` of world
     files; ``save_root`` keeps the written saves (default: a temporary directory per episode);
-    ``max_ticks_per_move`` bounds the ticks spent on one planned block move (default 20)."""
+    ``chunk_layout`` is the save's chunk layout (default ``1.16``, the Minecraft MineRL 1.0 runs; ``1.18``
+    for newer); ``max_ticks_per_move`` bounds the ticks spent on one planned block move (default 20)."""
 
     family, backend = "blockworld", "minerl"
 
@@ -219,7 +221,8 @@ class MinerlBlockworld:
         plan = explore(world, rng, ExplorerParams(max_steps=int(spec.params.get("max_steps", 500))))
         root = spec.params.get("save_root")
         with tempfile.TemporaryDirectory(prefix="eqagen-minerl-") as tmp:
-            save_dir = write_save(_start_world(world, plan), Path(root or tmp) / spec.scene_id)
+            layout = str(spec.params.get("chunk_layout", "1.16"))  # MineRL 1.0 runs Minecraft 1.16.5
+            save_dir = write_save(_start_world(world, plan), Path(root or tmp) / spec.scene_id, layout=layout)
             env = self.env_factory(save_dir, dict(spec.params))
             try:
                 walk = _Driver(env, world, int(spec.params.get("max_ticks_per_move", 20))).play(plan)

@@ -92,15 +92,28 @@ def _padded_blocks(world: BlockWorld) -> tuple[np.ndarray, tuple[int, int, int]]
     return out, corner
 
 
+def _chest_tags_by_chunk(world: BlockWorld) -> dict[tuple[int, int], list]:
+    by_chunk = defaultdict(list)
+    for c in world.chests:
+        native = tuple(int(world.origin[i] + c.position[i]) for i in range(3))
+        by_chunk[(native[0] // 16, native[2] // 16)].append(_chest_tag(c, native))
+    return by_chunk
+
+
+def _mob_tags_by_chunk(world: BlockWorld) -> dict[tuple[int, int], list]:
+    by_chunk = defaultdict(list)
+    for m in world.mobs:
+        native = np.asarray(world.origin, np.float64) + np.asarray(m.position, np.float64)
+        by_chunk[(int(native[0] // 16), int(native[2] // 16))].append(_mob_tag(m, native))
+    return by_chunk
+
+
 def world_chunks(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> dict[tuple[int, int], nbtlib.Compound]:
     """Block chunks keyed by absolute chunk coordinates."""
     padded, _ = _padded_blocks(world)
     rx, ry, rz = _chunk_ranges(world)
     biome = world.meta.get("minecraft_biome", "minecraft:plains")
-    chests_by_chunk = defaultdict(list)
-    for c in world.chests:
-        native = tuple(int(world.origin[i] + c.position[i]) for i in range(3))
-        chests_by_chunk[(native[0] // 16, native[2] // 16)].append(_chest_tag(c, native))
+    chests_by_chunk = _chest_tags_by_chunk(world)
     out = {}
     for i, cx in enumerate(rx):
         for k, cz in enumerate(rz):
@@ -124,10 +137,7 @@ def world_chunks(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> d
 
 
 def entity_chunks(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> dict[tuple[int, int], nbtlib.Compound]:
-    by_chunk = defaultdict(list)
-    for m in world.mobs:
-        native = np.asarray(world.origin, np.float64) + np.asarray(m.position, np.float64)
-        by_chunk[(int(native[0] // 16), int(native[2] // 16))].append(_mob_tag(m, native))
+    by_chunk = _mob_tags_by_chunk(world)
     return {
         key: nbtlib.Compound(
             {
@@ -151,7 +161,7 @@ def _structure_tag(s: Structure) -> nbtlib.Compound:
     return nbtlib.Compound({"json": tag.String(json.dumps(s.__dict__, sort_keys=True))})
 
 
-def level_dat(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> nbtlib.File:
+def level_dat(world: BlockWorld, data_version: int = anvil.DATA_VERSION, version_name: str = "1.20.1") -> nbtlib.File:
     spawn = world.spawn or (world.shape[0] / 2, 0.0, world.shape[2] / 2)
     native_spawn = [int(np.floor(world.origin[i] + spawn[i])) for i in range(3)]
     ours = nbtlib.Compound(
@@ -181,7 +191,7 @@ def level_dat(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> nbtl
             "DayTime": tag.Long(6000),
             "LastPlayed": tag.Long(0),
             "Version": nbtlib.Compound(
-                {"Id": tag.Int(data_version), "Name": tag.String("1.20.1"), "Snapshot": tag.Byte(0)}
+                {"Id": tag.Int(data_version), "Name": tag.String(version_name), "Snapshot": tag.Byte(0)}
             ),
             "eqagen": ours,
         }
@@ -189,15 +199,29 @@ def level_dat(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> nbtl
     return nbtlib.File({"Data": data}, gzipped=True)
 
 
-def write_save(world: BlockWorld, directory: str | Path) -> Path:
-    """Write ``level.dat``, ``region/r.X.Z.mca`` and ``entities/r.X.Z.mca``; returns the directory."""
+LAYOUTS = ("1.18", "1.16")
+
+
+def write_save(world: BlockWorld, directory: str | Path, layout: str = "1.18") -> Path:
+    """Write ``level.dat`` and ``region/r.X.Z.mca`` (and, in the 1.18+ layout, ``entities/r.X.Z.mca``);
+    ``layout="1.16"`` writes Minecraft 1.16's chunks (what MineRL runs). Returns the directory."""
+    from eqagen.generators.blockworld import legacy
+
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     d = Path(directory)
     (d / "region").mkdir(parents=True, exist_ok=True)
+    if layout == "1.16":
+        chunks = legacy.legacy_chunks(world, _chest_tags_by_chunk(world), _mob_tags_by_chunk(world))
+        for (rx, rz), region in _by_region(chunks).items():
+            anvil.write_region(d / "region" / f"r.{rx}.{rz}.mca", region)
+        level_dat(world, legacy.DATA_VERSION_1_16, "1.16.5").save(d / "level.dat")
+        return d
     (d / "entities").mkdir(parents=True, exist_ok=True)
-    for (rx, rz), chunks in _by_region(world_chunks(world)).items():
-        anvil.write_region(d / "region" / f"r.{rx}.{rz}.mca", chunks)
-    for (rx, rz), chunks in _by_region(entity_chunks(world)).items():
-        anvil.write_region(d / "entities" / f"r.{rx}.{rz}.mca", chunks)
+    for (rx, rz), region in _by_region(world_chunks(world)).items():
+        anvil.write_region(d / "region" / f"r.{rx}.{rz}.mca", region)
+    for (rx, rz), region in _by_region(entity_chunks(world)).items():
+        anvil.write_region(d / "entities" / f"r.{rx}.{rz}.mca", region)
     level_dat(world).save(d / "level.dat")
     return d
 

@@ -201,3 +201,24 @@ def test_pre_1_18_chunks_are_read(tmp_path):
     assert w.shape == (16, 16, 16)
     assert (state_grid(w)[:, 0, :] == "minecraft:stone").all() and (w.blocks[:, 1:, :] == 0).all()
     assert [m.kind for m in w.mobs] == ["pig"] and w.mobs[0].position == (3.5, 1.0, 4.5)
+
+
+@pytest.mark.parametrize("biome", ["town", "cave", "nether", "snow"])
+def test_save_roundtrip_in_the_1_16_layout(tmp_path, biome):
+    world = generate_world(biome, 6)
+    write_save(world, tmp_path / "w", layout="1.16")
+    assert_same_world(world, read_save(tmp_path / "w"))
+    assert not (tmp_path / "w" / "entities").exists()
+    chunk = anvil.read_region(tmp_path / "w" / "region" / "r.0.0.mca")[(1, 1)]
+    assert int(chunk["DataVersion"]) == 2586 and "sections" not in chunk
+    level = chunk["Level"]
+    assert len(level["Biomes"]) == 1024 and str(level["Status"]) == "full"
+    assert all("BlockStates" in s and len(s["Palette"]) >= 1 for s in level["Sections"])
+    assert str(nbtlib.load(tmp_path / "w" / "level.dat")["Data"]["Version"]["Name"]) == "1.16.5"
+
+
+def test_1_16_layout_has_no_blocks_below_zero(tmp_path):
+    world = generate_world("plains", 1)
+    world.origin = (0, -16, 0)
+    with pytest.raises(ValueError, match="below y=0"):
+        write_save(world, tmp_path / "w", layout="1.16")
