@@ -418,6 +418,8 @@ class HouseholdWorld:
         oid = self.native_id[i]
         if capability and not self.can[capability][i]:
             return f"{oid} is not {capability.replace('_', ' ')}"
+        if getattr(self, "_forced", False):  # AI2-THOR: forceAction acts regardless of visibility and distance
+            return ""
         if self.hidden[i] or not self.in_view[i]:
             return f"{oid} is not visible"
         if self.eff_dist[i] > VISIBILITY_DISTANCE:
