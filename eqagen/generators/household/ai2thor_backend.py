@@ -279,15 +279,24 @@ def make_controller(settings: ThorSettings, scene: str) -> Any:
 
 
 def restore_alfred_scene(controller: Any, traj: Any) -> np.ndarray:
-    """ALFRED's restore_scene: poses, lamp toggles, the start teleport; returns the reachable (x, z) cells."""
+    """ALFRED's restore_scene in AI2-THOR 5's API: poses, lamp toggles, the start teleport.
+
+    Returns the reachable (x, z) cells. ALFRED set lamps with the 2.1-era ``SetObjectStates``; here each
+    lamp of a toggled type is switched with ``ToggleObjectOn/Off`` (``forceAction``). ``dirty_and_empty``
+    is not applied (the current API documents no bulk state setter).
+    """
     poses = [{"objectName": p.object_name, "position": _xyz(p.position), "rotation": _xyz(p.rotation)}
              for p in traj.object_poses]  # fmt: skip
     controller.step(action="SetObjectPoses", objectPoses=poses)
     for toggle in traj.object_toggles:
-        controller.step(action="SetObjectStates", SetObjectStates=toggle)
+        on = bool(toggle.get("isOn", False))
+        for o in controller.last_event.metadata["objects"]:
+            if o["objectType"] == toggle.get("objectType") and bool(o.get("isToggled")) != on:
+                action = "ToggleObjectOn" if on else "ToggleObjectOff"
+                controller.step(action=action, objectId=o["objectId"], forceAction=True)
     a = traj.init_action
-    controller.step(action="TeleportFull", x=a["x"], y=a["y"], z=a["z"], rotation={"x": 0, "y": a["rotation"], "z": 0},
-                    horizon=a["horizon"], standing=True)  # fmt: skip
+    controller.step(action="TeleportFull", position={"x": a["x"], "y": a["y"], "z": a["z"]},
+                    rotation={"x": 0, "y": a["rotation"], "z": 0}, horizon=a["horizon"], standing=True)  # fmt: skip
     points = controller.step(action="GetReachablePositions").metadata["actionReturn"] or []
     return np.array([[p["x"], p["z"]] for p in points], dtype=np.float64).reshape(-1, 2)
 

@@ -240,3 +240,24 @@ def test_backend_runs_an_alfred_test_episode_through_the_controller(realdata, mo
     assert controller.stopped and ep.backend == "ai2thor" and ep.scene_id == spec.scene_id
     assert ep.n_steps == len(controller.calls) - 2  # every agent action is one recorded step (plus Initialize)
     assert ep.meta["simulator"] == "ai2thor" and ep.meta["instruction"]
+
+
+@pytest.mark.realdata
+def test_restore_switches_lamps_as_the_trajectory_says(realdata):
+    from eqagen.generators.household.ai2thor_backend import restore_alfred_scene
+    from eqagen.generators.household.alfred.reader import iter_trajectory_paths, read_layout, read_trajectory
+    from eqagen.generators.household.alfred.scene_build import build_alfred_scene
+
+    valid = realdata / "alfred" / "json_2.1.0" / "valid_seen"
+    traj = next(t for t in map(read_trajectory, iter_trajectory_paths(valid)) if t.object_toggles)
+    scene = build_alfred_scene(traj, read_layout(traj.floor_plan, realdata / "alfred" / "layouts")).scene
+    lamp_type = traj.object_toggles[0]["objectType"]
+    for o in scene.objects:  # the scene as AI2-THOR loads it: lamps on
+        o.is_toggled = o.is_toggled or o.object_type == lamp_type
+    controller = SceneStandIn(HouseholdWorld(scene, max_steps=50))
+    cells = restore_alfred_scene(controller, traj)
+    world = controller.world
+    lamps = [i for i, t in enumerate(world.types) if t == lamp_type]
+    assert lamps and not world.flags["toggled"][lamps].any()
+    assert [c["action"] for c in controller.calls].count("ToggleObjectOff") == len(lamps)
+    assert len(cells) == len(world.grid.xz) and controller.calls[-1]["action"] == "GetReachablePositions"
