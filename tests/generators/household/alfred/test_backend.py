@@ -53,7 +53,7 @@ def test_questions_on_alfred_episodes_pass_the_engine_checks(env: Path):
     from eqagen.predicates.sampler import sample_programs
 
     backend = get_backend("household", "alfred")
-    specs = backend.plan(3, 0, {"mode": "expert", "split": "valid_seen"})
+    specs = backend.plan(2, 0, {"mode": "expert", "split": "valid_seen"}) + backend.plan(2, 0, {"max_steps": 120})
     n_programs = 0
     for spec in specs:
         ep = backend.run(spec)
