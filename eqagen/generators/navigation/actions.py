@@ -16,6 +16,7 @@ adds the turn angle. Positions are native ``[x, y, z]``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,12 +81,12 @@ def heading_to(src: np.ndarray, dst: np.ndarray) -> float:
     return float(np.rad2deg(np.arctan2(-d[0], -d[2])) % 360.0)
 
 
-def signed_turns(yaw: float, target: float, turn: float) -> np.ndarray:
-    """Turn counts (positive = left), ordered by how close the resulting heading is to ``target``."""
-    n_max = int(np.ceil(180.0 / turn))
-    counts = np.arange(-n_max, n_max + 1)
-    err = np.abs((yaw + counts * turn - target + 180.0) % 360.0 - 180.0)
-    return counts[np.lexsort((np.abs(counts), err))]
+def signed_turns(yaw: float, target: float, turn: float) -> list[int]:
+    """Turn counts (positive = left), ordered by how close the resulting heading is to ``target``
+    (fewer turns first on ties). Plain Python: a dozen scalars are cheaper than arrays."""
+    n_max = math.ceil(180.0 / turn)
+    counts = range(-n_max, n_max + 1)
+    return sorted(counts, key=lambda n: (abs((yaw + n * turn - target + 180.0) % 360.0 - 180.0), abs(n)))
 
 
 def follow_path(pf: PathFinder, waypoints: np.ndarray, start_yaw: float, space: ActionSpace) -> Trajectory | None:
@@ -96,7 +97,7 @@ def follow_path(pf: PathFinder, waypoints: np.ndarray, start_yaw: float, space: 
     k = 1
     while len(traj.actions) <= space.max_actions:
         pos = traj.positions[-1]
-        if np.linalg.norm(pos - wp[-1]) <= space.goal_radius:
+        if math.hypot(*(pos - wp[-1]).tolist()) <= space.goal_radius:
             return traj
         k = furthest_in_sight(pf, pos, wp, k)
         if take_run(pf, traj, wp[k], space):
@@ -153,18 +154,26 @@ def furthest_in_sight(pf: PathFinder, pos: np.ndarray, wp: np.ndarray, k: int) -
 
 def take_run(pf: PathFinder, traj: Trajectory, target: np.ndarray, space: ActionSpace) -> bool:
     """Turn to the best lattice heading toward ``target`` and walk the clear run of steps that ends
-    closest to it. False if no heading gives progress."""
-    pos, yaw = traj.positions[-1], traj.yaws[-1]
-    dist = float(np.linalg.norm(target - pos))
-    for n in signed_turns(yaw, heading_to(pos, target), space.turn_degrees)[:7]:
-        fwd = forward_vector(yaw + n * space.turn_degrees)
-        n_steps = int(np.round(float(np.dot(target - pos, fwd)) / space.step))
+    closest to it. False if no heading gives progress. (Scalar maths in Python floats: this runs a few
+    times per episode and numpy's per-call cost would dominate.)"""
+    pos, yaw, step = traj.positions[-1], traj.yaws[-1], space.step
+    px, py, pz = pos.tolist()
+    dx, dz = float(target[0]) - px, float(target[2]) - pz
+    dist = math.hypot(dx, dz)
+    wanted = math.degrees(math.atan2(-dx, -dz)) % 360.0
+    for n in signed_turns(yaw, wanted, space.turn_degrees)[:7]:
+        h = math.radians(yaw + n * space.turn_degrees)
+        fx, fz = -math.sin(h), -math.cos(h)
+        n_steps = round((dx * fx + dz * fz) / step)
         if n_steps <= 0:
             continue
-        ends = pos + space.step * np.arange(1, n_steps + 1)[:, None] * fwd
+        k = np.arange(1, n_steps + 1) * step
+        ends = np.stack([px + k * fx, np.full(n_steps, py), pz + k * fz], axis=1)
         n_clear = clear_prefix(pf, pos, ends)
-        remaining = np.linalg.norm(ends[n_clear - 1] - target) if n_clear else dist
-        if n_clear == 0 or remaining >= dist - 1e-9:
+        if n_clear == 0:
+            continue
+        remaining = math.hypot(px + n_clear * step * fx - dx - px, pz + n_clear * step * fz - dz - pz)
+        if remaining >= dist - 1e-9:
             continue
         traj.turn(int(n), space.turn_degrees)
         traj.forward(ends[:n_clear])

@@ -72,6 +72,7 @@ class GridPathFinder:
         self._snap_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._cells_by_island: dict[int, np.ndarray] = {}
         self._corners_by_island: dict[int, np.ndarray] = {}
+        self._corner_graphs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._build_corner_graph()
         self._grid_graph = None
 
@@ -219,29 +220,42 @@ class GridPathFinder:
         return route, float(length)
 
     def _corner_route(self, a: np.ndarray, b: np.ndarray, island: int) -> np.ndarray | None:
-        """Best route a -> corner i -> ... -> corner j -> b. Every corner is checked for sight from b;
-        from a, corners are checked in batches in order of the route length they would give, and the
-        first visible one is optimal (the length is exact once a sees the corner)."""
-        ids = self._island_corners(island)
+        """Best route a -> corner i -> ... -> corner j -> b. Candidate pairs (i, j) are taken in order
+        of ``|a - c_i| + D[i, j] + |c_j - b|``, a lower bound that is exact once a sees c_i and c_j
+        sees b; sight is checked lazily and a corner not in sight drops its row or column, so the
+        first pair seen from both ends is optimal."""
+        ids, dist = self._island_corner_graph(island)
         if len(ids) == 0:
             return None
         c = self.corners[ids]
-        to_b = np.where(self.grid.segments_clear(np.broadcast_to(b, c.shape), c), np.linalg.norm(c - b, axis=1), np.inf)
-        jb = np.flatnonzero(np.isfinite(to_b))
-        if len(jb) == 0:
-            return None
-        via = self.corner_dist[np.ix_(ids, ids[jb])] + to_b[jb]  # [i, j]: corner i to b through j
-        best_j = via.argmin(axis=1)
-        bound = np.linalg.norm(c - a, axis=1) + via[np.arange(len(ids)), best_j]
-        order = np.argsort(bound, kind="stable")
-        order = order[np.isfinite(bound[order])]
-        for start in range(0, len(order), 16):
-            batch = order[start : start + 16]
-            seen = self.grid.segments_clear(np.broadcast_to(a, (len(batch), 2)), c[batch])
-            if seen.any():
-                i = int(batch[np.argmax(seen)])
-                return self._chain(a, b, int(ids[i]), int(ids[jb[best_j[i]]]))
+        bound = np.linalg.norm(c - a, axis=1)[:, None] + dist + np.linalg.norm(c - b, axis=1)[None, :]
+        seen_a: dict[int, bool] = {}
+        seen_b: dict[int, bool] = {}
+        walk = self.grid._walk_clear
+        for _ in range(2 * len(ids)):
+            k = int(np.argmin(bound))
+            i, j = divmod(k, len(ids))
+            if not np.isfinite(bound[i, j]):
+                return None
+            if i not in seen_a:
+                seen_a[i] = walk(float(a[0]), float(a[1]), float(c[i, 0]), float(c[i, 1]))
+            if not seen_a[i]:
+                bound[i, :] = np.inf
+                continue
+            if j not in seen_b:
+                seen_b[j] = walk(float(c[j, 0]), float(c[j, 1]), float(b[0]), float(b[1]))
+            if not seen_b[j]:
+                bound[:, j] = np.inf
+                continue
+            return self._chain(a, b, int(ids[i]), int(ids[j]))
         return None
+
+    def _island_corner_graph(self, island: int) -> tuple[np.ndarray, np.ndarray]:
+        """The corners of one island and their geodesics (cached per island)."""
+        if island not in self._corner_graphs:
+            ids = self._island_corners(island)
+            self._corner_graphs[island] = (ids, self.corner_dist[np.ix_(ids, ids)])
+        return self._corner_graphs[island]
 
     def _chain(self, a: np.ndarray, b: np.ndarray, first: int, last: int) -> np.ndarray:
         chain = [last]

@@ -112,18 +112,15 @@ def try_route(
     island = pf.get_island(start)
     goal = pf.get_random_navigable_point(rng, island_index=island)  # same island, so never unreachable
     start_yaw = float(rng.integers(round(360.0 / policy.turn_degrees))) * policy.turn_degrees
+    euclid = float(np.linalg.norm(goal - start))
+    if euclid / policy.step > LONG_SHARE * policy.max_actions:  # the geodesic is longer still
+        return None, "geodesic_too_long"
     path = ShortestPath(start, goal)
     if not pf.find_path(path):
         return None, "no_path"
-    euclid = float(np.linalg.norm(goal - start))
-    if path.geodesic_distance <= policy.min_geodesic:
-        return None, "geodesic_too_short"
-    if policy.min_ratio > 1.0 and path.geodesic_distance < policy.min_ratio * euclid:
-        return None, "path_too_straight"
-    # Walks need about 4.1 forward steps per geodesic metre plus turns (measured): a pair whose
-    # geodesic alone would use 85% of the action budget is not worth walking.
-    if path.geodesic_distance / policy.step > 0.85 * policy.max_actions:
-        return None, "geodesic_too_long"
+    reason = path_rejection(policy, path.geodesic_distance, euclid)
+    if reason:
+        return None, reason
     traj = follow(pf, np.asarray(path.points), start_yaw, policy.space)
     if traj is None:
         return None, "no_action_sequence_within_limit"
@@ -134,6 +131,21 @@ def try_route(
         traj = insert_scans(traj, policy.step, policy.scan_every, policy.scan_degrees, policy.turn_degrees)
     route = Route(start, goal, start_yaw, island, path.geodesic_distance, euclid, np.asarray(path.points), traj, n_walk)
     return route, ""
+
+
+# Walks need about 4.1 forward steps per geodesic metre plus turns (measured): a pair whose geodesic
+# alone would use this share of the action budget is not worth walking.
+LONG_SHARE = 0.85
+
+
+def path_rejection(policy: Policy, geodesic: float, euclid: float) -> str:
+    if geodesic <= policy.min_geodesic:
+        return "geodesic_too_short"
+    if policy.min_ratio > 1.0 and geodesic < policy.min_ratio * euclid:
+        return "path_too_straight"
+    if geodesic / policy.step > LONG_SHARE * policy.max_actions:
+        return "geodesic_too_long"
+    return ""
 
 
 def insert_scans(traj: Trajectory, step: float, every: float, degrees: float, turn: float) -> Trajectory:
