@@ -180,6 +180,20 @@ def _parse_scene(scene: dict[str, Any], path: Path) -> dict[str, Any]:
     }
 
 
+def _task_type(raw: dict[str, Any], path: Path) -> str | None:
+    task_type = _literal(raw.get("task_type")) or None
+    if task_type is not None and task_type not in TASK_TYPES:
+        raise DataFileError(path, "task_type", f"'{task_type}' is not an ALFRED task type", f"one of {TASK_TYPES}")
+    return task_type
+
+
+def _pddl_params(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    params = _literal(raw.get("pddl_params")) or {}
+    if not isinstance(params, dict):
+        raise DataFileError(path, "pddl_params", "expected an object of task parameters")
+    return dict(params)
+
+
 def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
     """Read one ``traj_data.json``; raises DataFileError naming the file and field when malformed."""
     path = Path(path)
@@ -197,8 +211,8 @@ def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
     return AlfredTrajectory(
         path=path,
         task_id=str(_literal(raw.get("task_id", path.parent.name))),
-        task_type=raw.get("task_type") or None,
-        pddl_params=dict(raw.get("pddl_params") or {}),
+        task_type=_task_type(raw, path),
+        pddl_params=_pddl_params(raw, path),
         low_actions=_parse_low_actions(plan, path),
         high_pddl=list(plan.get("high_pddl", [])) if isinstance(plan, dict) else [],
         annotations=list(anns.get("anns", [])) if isinstance(anns, dict) else [],

@@ -54,6 +54,8 @@ def test_tiny_trajectory_reads_python_literal_scene_values(tiny_traj: Path):
         (lambda d: d["scene"].update(init_action="{'x': 1}"), "scene.init_action"),
         (lambda d: d["scene"].update(object_poses="[{'objectName': 'A_1'}]"), "scene.object_poses[0]"),
         (lambda d: d["scene"].update(floor_plan="'Kitchen1'"), "scene.floor_plan"),
+        (lambda d: d.update(task_type="pick_three_and_place"), "task_type"),
+        (lambda d: d.update(pddl_params="[1, 2]"), "pddl_params"),
         (lambda d: d.update(plan={"low_actions": [{"api_action": {"objectId": "A|1|2|3"}}]}),
          "plan.low_actions[0].api_action"),
     ],
