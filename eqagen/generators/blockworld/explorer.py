@@ -1,12 +1,13 @@
 """An explorer that walks a block world the way a player would, recorded in MineRL's action terms.
 
 The explorer starts at the spawn, visits goals (the door of every enterable structure, a spot next to
-every other structure and chest, the centre of every quadrant) nearest-first along shortest walks, and
-looks around at each goal. Moves are single blocks: it turns with the camera (``[delta pitch, delta
-yaw]`` in degrees) to face the next block and walks ``forward`` (with ``jump`` to climb one block), or
-sometimes side-steps with ``left``/``right`` without turning, and sprints on long straight stretches.
-Poses are ``location_stats``-style: feet position (``xpos``, ``ypos``, ``zpos``), ``yaw`` and ``pitch`` in
-Minecraft's native frame (yaw 0 faces south, +z; 90 faces west).
+every other structure and chest, the centre of every quadrant) nearest-first along shortest walks,
+and looks around at each goal (quarter turns, glancing down and back up). Moves are single blocks: it
+turns with the camera (``[delta pitch, delta yaw]`` in degrees) to face the next block and walks
+``forward`` (with ``jump`` to climb one block), or sometimes side-steps with ``left``/``right`` without
+turning, and sprints on long straight stretches. Poses are ``location_stats``-style: feet position
+(``xpos``, ``ypos``, ``zpos``), ``yaw`` and ``pitch`` in Minecraft's native frame (yaw 0 faces south,
++z; 90 faces west).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class ExplorerParams:
     look_around: int = 4  # quarter turns of the camera at each goal
     strafe_prob: float = 0.25  # side-step instead of turning when the next block is to the side
     sprint_after: int = 4  # straight forward steps before sprinting
+    glance: float = 20.0  # degrees the camera tilts down while looking around
 
 
 def goal_targets(world: BlockWorld, graph: WalkGraph, reachable: np.ndarray, ground_y: float) -> list[tuple[str, int]]:
@@ -158,10 +160,16 @@ class _Walker:
         self.rec.record(minerl_action(**key), self.feet(nxt), self.yaw, self.pitch)
 
     def look_around(self) -> None:
-        for _ in range(self.params.look_around):
+        """Quarter turns of the camera, glancing down on the first and back up on the last, as a player
+        scans the ground around them."""
+        n = self.params.look_around
+        for k in range(n):
             if self.full():
                 return
-            self.turn(90.0)
+            d_pitch = self.params.glance if k == 0 and n > 1 else (-self.pitch if k == n - 1 else 0.0)
+            self.turn(90.0, d_pitch)
+        if self.pitch and not self.full():
+            self.turn(0.0, -self.pitch)
 
 
 def _things(world: BlockWorld) -> np.ndarray:

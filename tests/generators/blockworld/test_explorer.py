@@ -32,11 +32,13 @@ def test_actions_explain_the_poses(biome, seed):
     walk = explore(world, derive_rng(seed, "test-walk"))
     stand = standable_mask(world)
     assert walk.actions[0] == "Initialize" and len(walk) > 20
+    assert min(walk.pitch) == 0.0 and max(walk.pitch) > 0.0 and min(walk.pitch) >= -90.0
     feet, yaw = np.asarray(walk.feet), np.asarray(walk.yaw)
     for t in range(1, len(walk)):
         a = walk.args[t]
         assert set(ACTION_KEYS) <= set(a) and len(a["camera"]) == 2
         assert yaw[t] == pytest.approx((yaw[t - 1] + a["camera"][1]) % 360.0)
+        assert walk.pitch[t] == pytest.approx(walk.pitch[t - 1] + a["camera"][0])
         dx, dz = _expected_step(yaw[t - 1], a)
         step = feet[t] - feet[t - 1]
         assert (step[0], step[2]) == (dx, dz), (t, walk.actions[t])
