@@ -126,7 +126,7 @@ def encode_table(table: pa.Table) -> Codes:
     order = pc.sort_indices(table, sort_keys=[("question_id", "ascending")]).to_numpy().astype(np.int64)
     question, qv = encode(table.column("balance_key"))
     scene, sv = encode(table.column("scene_id"))
-    answer, av = encode(table.column("answer_key"))
+    answer, av = encode(table.column("answer_key"), numeric=True)
     return Codes(order, question[order], scene[order], answer[order], qv, sv, av)
 
 
@@ -332,10 +332,17 @@ def blind_baseline(table: pa.Table) -> dict:
     if table.num_rows == 0:
         return {"accuracy": None, "chance": None, "records": 0}
     question, _ = encode(table.column("balance_key"))
-    answer, answers = encode(table.column("answer_key"))
-    key = question * max(len(answers), 1) + answer
-    unique, count = np.unique(key, return_counts=True)
-    pair_q = unique // max(len(answers), 1)
+    answer, _ = encode(table.column("answer_key"))
+    return blind_baseline_codes(question, answer)
+
+
+def blind_baseline_codes(question: np.ndarray, answer: np.ndarray) -> dict:
+    """:func:`blind_baseline` over integer codes of ``balance_key`` and ``answer_key``."""
+    if len(question) == 0:
+        return {"accuracy": None, "chance": None, "records": 0}
+    radix = int(answer.max()) + 1
+    unique, count = np.unique(question * radix + answer, return_counts=True)
+    pair_q = unique // radix
     majority = np.zeros(int(question.max()) + 1, dtype=np.int64)
     np.maximum.at(majority, pair_q, count)
     distinct = np.bincount(pair_q, minlength=len(majority))

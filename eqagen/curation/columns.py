@@ -29,22 +29,25 @@ def require_columns(table: pa.Table, names: tuple[str, ...] | list[str], where: 
         )
 
 
-def encode(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list]:
-    """Integer codes of a column and its distinct values, the codes ordered like the sorted values.
-
-    Ordering codes by value (not by first appearance) makes results independent of row order.
-    """
+def encode(column: pa.ChunkedArray | pa.Array, numeric: bool = False) -> tuple[np.ndarray, list]:
+    """Integer codes of a column and its distinct values, the codes ordered like the sorted values
+    (numbers numerically with ``numeric``, else Arrow's order). Ordering codes by value, not by first
+    appearance, makes results independent of row order."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     encoded = pc.dictionary_encode(column)
-    values = encoded.dictionary.to_pylist()
-    order = sorted(range(len(values)), key=lambda i: _sort_key(values[i]))
-    remap = np.empty(len(values), dtype=np.int64)
-    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(values), dtype=np.int64)
+    dictionary = encoded.dictionary
+    if numeric:
+        values = dictionary.to_pylist()
+        order = np.asarray(sorted(range(len(values)), key=lambda i: _sort_key(values[i])), dtype=np.int64)
+    else:
+        order = pc.sort_indices(dictionary).to_numpy().astype(np.int64)
+    remap = np.empty(len(dictionary), dtype=np.int64)
+    remap[order] = np.arange(len(dictionary), dtype=np.int64)
     indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    return remap[indices], [values[i] for i in order]
+    return remap[indices], dictionary.take(pa.array(order)).to_pylist()
 
 
 def _sort_key(value: object) -> tuple:
@@ -59,9 +62,18 @@ def _sort_key(value: object) -> tuple:
 
 
 def joined_list_column(column: pa.ChunkedArray | pa.Array, sep: str = "+") -> pa.Array:
-    """A list<string> column as one string per row (sorted items joined), e.g. a filter-family signature."""
-    values = column.to_pylist()
-    return pa.array([sep.join(sorted(v)) if v else "" for v in values], pa.string())
+    """A list<string> column as one string per row, its items sorted and joined (a filter-family
+    signature); null or empty lists give ""."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = pc.list_flatten(column)
+    parents = pc.list_parent_indices(column)
+    order = pc.sort_indices(pa.table({"p": parents, "v": flat}), sort_keys=[("p", "ascending"), ("v", "ascending")])
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+    offsets = np.zeros(len(column) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    lists = pa.ListArray.from_arrays(pa.array(offsets), flat.take(order))
+    return pc.fill_null(pc.binary_join(lists, sep), "")
 
 
 def run_starts(sorted_keys: np.ndarray) -> np.ndarray:

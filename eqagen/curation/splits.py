@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from eqagen.core import SPLITS, derive_rng
-from eqagen.curation.balance import blind_baseline
+from eqagen.curation.balance import blind_baseline_codes
 from eqagen.curation.columns import (
     SCENE_BLOCKS,
     combined_key,
@@ -74,6 +74,7 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
     require_columns(table, ("scene_id", "balance_key", *config.stratify_by), "split input")
     scene, scene_values = encode(table.column("scene_id"))
     stratum, stratum_names = strata(table, config.stratify_by)
+    group, _ = encode(table.column("balance_key"))
     rng = derive_rng(seed, "curation", "split", config.by)
     held_out = np.zeros(len(scene_values), dtype=bool)
     if config.split_file is not None:
@@ -84,10 +85,11 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
         units = make_units(scene, stratum, rng)
         assignment = allocate(units, np.zeros(len(units.size), bool), config.ratios)[units.of_row]
     else:
-        group, _ = encode(table.column("balance_key"))
         units = make_units(group, stratum, rng)
         assignment, held_out = split_by_question(scene, units, scene_values, config, rng)
-    stats = split_stats(table, assignment, scene, held_out, stratum, stratum_names, config)
+    answer = encode(table.column("answer_key"))[0] if "answer_key" in table.column_names else None
+    codes = {"scene": scene, "group": group, "answer": answer, "stratum": stratum}
+    stats = split_stats(assignment, codes, held_out, stratum_names, config)
     return SplitAssignment(assignment.astype(np.int8), held_out, scene_values, stats)
 
 
@@ -133,9 +135,10 @@ def split_by_question(
     desired = config.unseen_fraction if eval_share > 0 else 0.0
     starts = rng.choice(SCENE_BLOCKS, size=min(HOLDOUT_TRIES, SCENE_BLOCKS), replace=False)
     target = desired * eval_share * n_rows
+    arcs = ring_arcs(scene, units, scene_values, starts) if target > 0 else []
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for _ in range(UNSEEN_ROUNDS):
-        held = choose_held_out(scene, units, scene_values, target, eval_share * n_rows, starts)
+        held = choose_held_out(arcs, len(scene_values), target, eval_share * n_rows)
         forced = np.zeros(len(units.size), dtype=bool)
         forced[units.of_row[held[scene]]] = True
         assignment = allocate(units, forced, config.ratios)[units.of_row]
@@ -159,45 +162,61 @@ def unseen_share(scene: np.ndarray, assignment: np.ndarray, rows: np.ndarray) ->
     return float(np.mean(~in_train[scene[rows]]))
 
 
-def choose_held_out(
-    scene: np.ndarray, units: Units, scene_values: list, target: float, eval_records: float, starts: np.ndarray
-) -> np.ndarray:
-    """Scenes kept out of train: an arc of the scene ring (from one of the given block starts) whose records
-    reach ``target``, choosing among the starts the one that forces the fewest records out of train."""
-    held = np.zeros(len(scene_values), dtype=bool)
-    if target <= 0 or len(scene) == 0:
-        return held
-    ring = scene_ring(scene_values)
+@dataclass
+class Arc:
+    """Scenes in ring order from one start, with the records they hold and the records of the groups
+    they would force out of train, both cumulative over the first k scenes."""
+
+    order: np.ndarray
+    records: np.ndarray
+    forced: np.ndarray
+
+
+def ring_arcs(scene: np.ndarray, units: Units, scene_values: list, starts: np.ndarray) -> list[Arc]:
+    """One :class:`Arc` per start block; computed once, whatever the target."""
     n_scenes = len(scene_values)
-    best: tuple[float, np.ndarray] | None = None
+    ring = scene_ring(scene_values)
+    per_scene = np.bincount(scene, minlength=n_scenes)
+    pair = np.unique(units.of_row * n_scenes + scene)  # distinct (unit, scene) incidences
+    pair_unit, pair_scene = pair // n_scenes, pair % n_scenes
+    unit_starts = np.flatnonzero(np.r_[True, pair_unit[1:] != pair_unit[:-1]])
+    units_present = pair_unit[unit_starts]
+    arcs = []
     for start in starts:
         order = np.argsort((ring - start * n_scenes // SCENE_BLOCKS) % n_scenes, kind="stable")
-        k, cost = _prefix_for_target(scene, units, order, target, FORCED_CAP * eval_records)
+        position = np.empty(n_scenes, dtype=np.int64)
+        position[order] = np.arange(n_scenes)
+        first = np.minimum.reduceat(position[pair_scene], unit_starts)
+        forced = np.bincount(first, weights=units.size[units_present], minlength=n_scenes)
+        arcs.append(Arc(order, np.cumsum(per_scene[order]), np.cumsum(forced)))
+    return arcs
+
+
+def choose_held_out(arcs: list[Arc], n_scenes: int, target: float, eval_records: float) -> np.ndarray:
+    """Scenes kept out of train: the arc (among the starts) that reaches ``target`` records while
+    forcing the fewest records out of train."""
+    held = np.zeros(n_scenes, dtype=bool)
+    if target <= 0 or n_scenes == 0:
+        return held
+    best: tuple[float, np.ndarray] | None = None
+    for arc in arcs:
+        k, cost = _prefix_for_target(arc, target, FORCED_CAP * eval_records)
         if best is None or cost < best[0]:
-            best = (cost, order[:k])
+            best = (cost, arc.order[:k])
     held[best[1]] = True
     return held
 
 
-def _prefix_for_target(
-    scene: np.ndarray, units: Units, order: np.ndarray, target: float, eval_records: float
-) -> tuple[int, float]:
-    """How many scenes of ``order`` to hold out, and the cost: the records forced out of train
-    (plus a large penalty for every record missing from the unseen target when the forced records
-    would exceed ``eval_records``, and the arc is cut short)."""
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    records = np.cumsum(np.bincount(position[scene], minlength=len(order)))
-    first = np.full(len(units.size), len(order), dtype=np.int64)
-    np.minimum.at(first, units.of_row, position[scene])
-    forced = np.cumsum(np.bincount(first, weights=units.size, minlength=len(order) + 1)[: len(order)])
-    k = int(np.searchsorted(records, target)) + 1
-    k = min(k, len(order))
-    if forced[k - 1] <= eval_records:
-        return k, float(forced[k - 1])
-    fits = np.flatnonzero(forced <= eval_records)
+def _prefix_for_target(arc: Arc, target: float, eval_records: float) -> tuple[int, float]:
+    """How many scenes of the arc to hold out, and the cost: the records forced out of train (plus a
+    large penalty for every record missing from the unseen target when the forced records would exceed
+    ``eval_records``, and the arc is cut short)."""
+    k = min(int(np.searchsorted(arc.records, target)) + 1, len(arc.order))
+    if arc.forced[k - 1] <= eval_records:
+        return k, float(arc.forced[k - 1])
+    fits = np.flatnonzero(arc.forced <= eval_records)
     k = int(fits[-1]) + 1 if len(fits) else 0
-    shortfall = target - (records[k - 1] if k else 0)
+    shortfall = target - (arc.records[k - 1] if k else 0)
     return k, float(eval_records + 1000.0 * shortfall)
 
 
@@ -285,15 +304,10 @@ def _split_from_file(scene_values: list, mapping: dict[str, str], config: SplitC
 
 
 def split_stats(
-    table: pa.Table,
-    assignment: np.ndarray,
-    scene: np.ndarray,
-    held_out: np.ndarray,
-    stratum: np.ndarray,
-    stratum_names: list[str],
-    config: SplitConfig,
+    assignment: np.ndarray, codes: dict, held_out: np.ndarray, stratum_names: list[str], config: SplitConfig
 ) -> dict:
-    n = len(assignment)
+    """The split's statistics from the row codes (``scene``, ``group``, ``answer`` or None, ``stratum``)."""
+    n, scene = len(assignment), codes["scene"]
     counts = np.bincount(assignment, minlength=3)
     in_train = np.zeros(int(scene.max()) + 1 if n else 0, dtype=bool)
     in_train[scene[assignment == 0]] = True
@@ -310,12 +324,15 @@ def split_stats(
         },
         "held_out_scenes": int(held_out.sum()),
         "scenes_per_split": {s: len(np.unique(scene[assignment == i])) for i, s in enumerate(SPLITS)},
-        "groups_straddling_splits": straddling_groups(table, assignment),
-        "blind_baseline": {
-            s: blind_baseline(table.filter(pa.array(assignment == i))) for i, s in enumerate(SPLITS) if counts[i]
-        },
+        "groups_straddling_splits": straddling_groups(codes["group"], assignment),
     }
-    stats["strata"] = stratum_table(assignment, stratum, stratum_names)
+    if codes["answer"] is not None:
+        stats["blind_baseline"] = {
+            s: blind_baseline_codes(codes["group"][assignment == i], codes["answer"][assignment == i])
+            for i, s in enumerate(SPLITS)
+            if counts[i]
+        }
+    stats["strata"] = stratum_table(assignment, codes["stratum"], stratum_names)
     big = [s for s in stats["strata"] if s["records"] >= STRATUM_REPORT_MIN]
     stats["max_stratum_share_deviation"] = max((s["max_share_deviation"] for s in big), default=0.0)
     stats["warnings"] = split_warnings(stats, config)
@@ -339,8 +356,8 @@ def split_warnings(stats: dict, config: SplitConfig) -> list[str]:
     return out
 
 
-def straddling_groups(table: pa.Table, assignment: np.ndarray) -> int:
-    group, _ = encode(table.column("balance_key"))
+def straddling_groups(group: np.ndarray, assignment: np.ndarray) -> int:
+    """Balance groups whose records are in more than one split."""
     if len(group) == 0:
         return 0
     pairs = np.unique(group * 3 + assignment)

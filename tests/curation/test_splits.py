@@ -147,3 +147,16 @@ def test_config_validation():
     with pytest.raises(ValueError):
         SplitConfig.model_validate({"ratio": [0.7, 0.15, 0.15]})
     assert split(candidate_pool(400, 1), None, seed=0)[0].num_rows == 400
+
+
+def test_filter_family_signature_ignores_list_order(balanced):
+    reversed_lists = pa.array(
+        [list(reversed(v)) for v in balanced["predicate_families"].to_pylist()], pa.list_(pa.string())
+    )
+    index = balanced.column_names.index("predicate_families")
+    shuffled = balanced.set_column(index, "predicate_families", reversed_lists)
+    a, stats_a = split(balanced, SplitConfig(), seed=3)
+    b, stats_b = split(shuffled, SplitConfig(), seed=3)
+    assert a["split"].equals(b["split"])
+    assert [s["stratum"] for s in stats_a["strata"]] == [s["stratum"] for s in stats_b["strata"]]
+    assert any("+" in s["stratum"] for s in stats_a["strata"])
