@@ -6,6 +6,11 @@ that fails at 2 a.m. says what to do without a stack trace being read.
 
 from __future__ import annotations
 
+import contextlib
+import struct
+import zlib
+from collections.abc import Iterator
+
 
 class EqagenError(Exception):
     """Base class of every error eqagen raises on purpose."""
@@ -46,3 +51,31 @@ class UnknownNameError(EqagenError, KeyError):
 
 class TaskError(EqagenError, ValueError):
     """Task parameters that cannot be carried out in the given scene."""
+
+
+# What parsing a malformed file raises from inside Python, numpy, struct, zlib or an NBT library; a
+# reader turns these into DataFileError naming the file and the field.
+MALFORMED_ERRORS: tuple[type[BaseException], ...] = (
+    KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError, RecursionError, EOFError,
+    MemoryError, struct.error, zlib.error,
+)  # fmt: skip
+
+
+@contextlib.contextmanager
+def malformed_file(path: object, field: str | None, fix: str | None = None) -> Iterator[None]:
+    """Within the block, a low-level parsing error becomes ``DataFileError(path, field, ...)``.
+
+    The project's own errors pass through unchanged, so a reader keeps its precise messages and this
+    catches only what it did not foresee (a wrong type, a missing key, a truncated buffer). A KeyError
+    adds the missing key to the field.
+    """
+    try:
+        yield
+    except EqagenError:
+        raise
+    except MALFORMED_ERRORS as err:
+        where = field
+        if isinstance(err, KeyError) and err.args:
+            where = f"{field}.{err.args[0]}" if field else str(err.args[0])
+        detail = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:200]
+        raise DataFileError(path, where, f"malformed ({type(err).__name__}: {detail})", fix) from err
