@@ -154,6 +154,28 @@ def vertical_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
     return ctx.memo(("vertical_relations",), compute)
 
 
+def stack_at_cells(ctx: EpisodeContext, name: str, stack: np.ndarray, ts: np.ndarray, es: np.ndarray) -> np.ndarray:
+    """A relation stack ``[A, T, N]`` gathered at the cells: ``[A, K]`` (memoised per cell set)."""
+    key = ("stack_at_cells", name, ts.tobytes(), es.tobytes())
+    return ctx.memo(key, lambda: stack.reshape(stack.shape[0], -1)[:, ts * ctx.N + es])
+
+
+def anchored_at_cells(ctx, name: str, stack: np.ndarray, spec: FilterSpec, ts, es) -> tuple[np.ndarray, bool]:
+    rows = observed_anchor_rows(ctx, spec.value)
+    return stack_at_cells(ctx, name, stack, ts, es)[rows].any(axis=0), rows.size >= 2
+
+
+def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: location filters reduced to the cells (same rules as the masks)."""
+    if spec.key in ("above", "under"):
+        return anchored_at_cells(ctx, spec.key, vertical_relations(ctx)[spec.key], spec, ts, es)
+    if spec.key in ("on", "inside"):
+        anchors = ctx.instances(spec.value)
+        return np.isin(ctx.parent[ts, es], anchors), anchors.size >= 2
+    sel = ctx.selection(spec)
+    return sel.masks.reshape(len(sel), -1)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
+
+
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     """``above``/``under`` <type>: within ``above_radius`` horizontally and higher/lower than an instance."""
     rows = observed_anchor_rows(ctx, spec.value)
@@ -209,6 +231,7 @@ register_filter(
         "above": "above the object",
         "under": "under the object",
     },
+    at_cells=location_at_cells,
 )(location_filter)
 
 
@@ -256,6 +279,13 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     return Anchored(ctx.instances(spec.value), relative_relations(ctx)[spec.key][rows])
 
 
+def position_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: position filters reduced to the cells (same rules as the masks)."""
+    if spec.value == AGENT:
+        return _agent_mask(ctx, spec.key)[ts, es], False
+    return anchored_at_cells(ctx, "rel_" + spec.key, relative_relations(ctx)[spec.key], spec, ts, es)
+
+
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and _agent_mask(ctx, key).any() else []
     rel = relative_relations(ctx)[key]
@@ -270,6 +300,7 @@ register_filter(
     position_values,
     slot="post",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
+    at_cells=position_at_cells,
 )(position_filter)
 
 

@@ -147,6 +147,9 @@ def satisfiable_specs(ctx: EpisodeContext) -> list[FilterSpec]:
 
 
 def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    shortcut = REGISTRY.filter(spec.family, spec.key).at_cells
+    if shortcut is not None:
+        return shortcut(ctx, spec, ts, es)
     sel = ctx.selection(spec)
     if isinstance(sel, Anchored):
         flat = sel.masks.reshape(len(sel), -1)  # a view: gathering flat indices is cheaper than [:, ts, es]

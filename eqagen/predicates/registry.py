@@ -66,6 +66,7 @@ class Outcome:
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
+AtCellsFn = Callable[["EpisodeContext", FilterSpec, np.ndarray, np.ndarray], tuple[np.ndarray, bool]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
 QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
@@ -84,6 +85,8 @@ class FilterDef:
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
+    # optional shortcut for the sampler's index: (the selection's union at cells (ts, es), ambiguous?)
+    at_cells: AtCellsFn | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ def register_filter(
     slot: str = "post",
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
+    at_cells: AtCellsFn | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
 
@@ -192,7 +196,9 @@ def register_filter(
     ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
     jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
-    ``<family>_<key>`` of ``eqagen/templates/filters.j2``.
+    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``at_cells(ctx, spec, ts, es)`` (optional, for
+    speed) returns what ``fn`` would give, reduced to the cells ``(ts[k], es[k])`` (union over anchors),
+    and whether the spec is ambiguous; it must agree with ``fn``.
     """
     if slot not in SLOTS:
         raise ValueError(f"slot '{slot}' is not one of {SLOTS}")
@@ -207,6 +213,7 @@ def register_filter(
                 slot=slot,
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
+                at_cells=at_cells,
             )
         return fn
 

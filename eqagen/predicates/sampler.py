@@ -186,7 +186,17 @@ def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config:
     return str(index.ctx.types[index.cell_e[seed]])
 
 
+def too_many_left(index: EpisodeIndex, view: QueryView, used: list[int], limit: int | None) -> bool:
+    """Whether the cells left by ``used`` hold more entities than the answer may list (a preview: groups
+    split them further)."""
+    if limit is None or not used or view.events:
+        return False
+    kept = view.holds[used].all(axis=0)
+    return int(np.logical_or.reduceat(kept, view.starts).sum()) > limit if view.cols.size else False
+
+
 def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
+    """Up to ``n`` filters; one more (within 4) when the answer would still list too many entities."""
     used: list[int] = []
     view = index.view(q)
     for k in range(n):
@@ -194,6 +204,10 @@ def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
         if i < 0:
             break
         used.append(i)
+    if len(used) == n < 4 and too_many_left(index, view, used, answer_limit(q, config)):
+        i = choose_filter(index, config, q, view, used, seed, mix, rng, more=0)
+        if i >= 0:
+            used.append(i)
     return used
 
 
