@@ -23,15 +23,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
-from eqagen.flows import pipeline, stages
+from eqagen.flows import pipeline, progress, stages
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
-
-
-# Progress callback of the current run (kept out of the flow's parameters, which Prefect records).
-_PROGRESS: dict[str, Callable[[Any], None]] = {}
 
 
 @task(name="plan-scenes", **TASK_OPTIONS)
@@ -73,11 +70,13 @@ def run_batches(
     ctx: pipeline.RunContext, todo: list[stages.Batch], summary: pipeline.RunSummary, on_batch: Callable
 ) -> None:
     """Submit episodes tasks; as each finishes, submit its programs task; wait for all programs tasks."""
-    episode_futures = {episodes_task.submit(b): b for b in todo}
+    # Results are taken here and handed on with quote(): Prefect then neither walks every array of every
+    # episode looking for nested futures nor pickles a future (which the process pool cannot).
+    episode_futures = {episodes_task.submit(quote(b)): b for b in todo}
     program_futures = []
     for fut in as_completed(list(episode_futures)):
         batch = episode_futures[fut]
-        program_futures.append(programs_task.submit(ctx, batch, fut))
+        program_futures.append(programs_task.submit(quote(ctx), quote(batch), quote(fut.result())))
     for fut in as_completed(program_futures):
         pipeline.add_batch_seconds(summary.stage_seconds, fut.result())
         on_batch(None)
@@ -92,10 +91,9 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     names = [b.name for b in batches]
     finished = ctx.store.done(names)
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)
-    on_batch = _PROGRESS.get("on_batch") or (lambda _: None)
     for _ in finished:
-        on_batch(None)
-    run_batches(ctx, [b for b in batches if b.name not in finished], summary, on_batch)
+        progress.notify_batch()
+    run_batches(ctx, [b for b in batches if b.name not in finished], summary, progress.notify_batch)
     return finish_task(config, ctx, names, summary)
 
 
@@ -128,11 +126,8 @@ def run_with_prefect(
         runner = task_runner(config.runner)
         with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             flow_fn = generate_flow.with_options(task_runner=runner)
-            _PROGRESS["on_batch"] = on_batch or (lambda _: None)
-            try:
+            with progress.batch_listener(on_batch):  # not a flow parameter: Prefect records those
                 summary = flow_fn(config, str(out_dir))
-            finally:
-                _PROGRESS.clear()
     summary.wall_seconds = time.perf_counter() - wall
     summary.orchestration_seconds = orchestration_seconds(config, summary)
     summary.server_seconds = server.startup_seconds

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -12,6 +14,28 @@ from eqagen.flows.pipeline import RunSummary
 
 STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "render", "paraphrase", "split",
                "write", "audit")  # fmt: skip
+
+
+# Callbacks told of each finished batch. Kept here, not in the flow's module: a process-pool runner
+# pickles the flow, and with it whatever its globals hold (a live progress bar holds locks).
+_BATCH_LISTENERS: list[Callable[[Any], None]] = []
+
+
+def notify_batch(info: Any = None) -> None:
+    for listener in list(_BATCH_LISTENERS):
+        listener(info)
+
+
+@contextlib.contextmanager
+def batch_listener(callback: Callable[[Any], None] | None) -> Iterator[None]:
+    if callback is None:
+        yield
+        return
+    _BATCH_LISTENERS.append(callback)
+    try:
+        yield
+    finally:
+        _BATCH_LISTENERS.remove(callback)
 
 
 class BatchProgress:
