@@ -25,7 +25,7 @@ import numpy as np
 
 from eqagen.core import Program, QuerySpec
 from eqagen.predicates.config import QuestionConfig
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, QueryView, build_index
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
@@ -250,12 +250,20 @@ def answer_problem(program: Program, groups: list[RawGroup], config: QuestionCon
     return None
 
 
+def evaluate_cached(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
+    """``evaluate_raw``, memoised per episode: the sub-programs of the effectiveness check recur often.
+    Raises SeveralAmbiguousFilters like ``evaluate_raw`` (not memoised then)."""
+    q = program.query
+    key = ("raw", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(spec_key(f) for f in program.filters))
+    return ctx.memo(key, lambda: evaluate_raw(ctx, program))
+
+
 def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup]) -> int:
     """Index of the first filter whose removal leaves the answer unchanged, or -1 when all are effective."""
     key = answer_key(groups)
     for i in range(len(program.filters)):
         dropped = Program(program.filters[:i] + program.filters[i + 1 :], program.query)
-        if answer_key(evaluate_raw(ctx, dropped)) == key:
+        if answer_key(evaluate_cached(ctx, dropped)) == key:
             return i
     return -1
 
@@ -269,7 +277,7 @@ def check(ctx, program, config, extra_forbidden, seen) -> list[RawGroup] | str:
     if max(Counter(f.family for f in program.filters).values()) > config.max_filters_per_family:
         return "family_cap"
     try:
-        groups = evaluate_raw(ctx, program)
+        groups = evaluate_cached(ctx, program)
     except SeveralAmbiguousFilters:
         return "several_ambiguous_filters"
     problem = answer_problem(program, groups, config)
