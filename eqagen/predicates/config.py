@@ -11,7 +11,8 @@ N_FILTERS_MIX = {1: 0.3, 2: 0.3, 3: 0.25, 4: 0.15}
 
 class QuestionConfig(BaseModel):
     """How questions are sampled per episode. Mixes are target shares (normalised; a name the episode's
-    world family does not support is skipped); the sampler steers towards them as it goes."""
+    world family does not support is skipped, one it supports but the mix does not name weighs as much as
+    the average named one); the sampler steers towards them as it goes."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -8,9 +8,9 @@ construction. A proposal is then checked, and every rejection counted by its rea
 ``duplicate``, ``forbidden_pair``, ``family_cap``, ``several_ambiguous_filters``, ``empty_answer``,
 ``too_many_items`` (listObjects), ``too_many_targets`` (getState/getProperty/getLocation),
 ``trivial_answer`` (the answer is a value the question names), ``ineffective_filter`` (dropping some
-filter leaves the structured answer unchanged), ``grounded_mix`` / ``ungrounded_mix`` (the episode's
-grounded share strays from its target), ``no_satisfiable_filter`` (no filter of any allowed family
-holds at the seed).
+filter leaves the structured answer unchanged), ``grounded_mix`` (the episode's grounded share would
+exceed its target plus tolerance), ``no_satisfiable_filter`` (no filter of any allowed family holds at
+the seed and narrows the answer), ``no_seed``, ``nothing_to_ask`` (the episode has no query or filter).
 
 Target mixes (query types, filter families, number of filters, grounded share) are steered by deficit:
 each draw favours the options furthest below their target share so far.
@@ -33,9 +33,12 @@ from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 
 # -- mixes -----------------------------------------------------------------------------------------------
 def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random.Generator):
-    """Draw an option, favouring those furthest below their target share of ``counts`` so far (plain
-    Python: the lists are a handful long, where numpy's per-call cost dominates)."""
-    weights = [max(float(target.get(o, 0.0)), 0.0) for o in options]
+    """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
+    the target does not name (a world family's own filter family) weighs as much as the average named
+    one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
+    named = [float(w) for w in target.values() if w > 0]
+    default = sum(named) / len(named) if named else 1.0
+    weights = [max(float(target.get(o, default)), 0.0) for o in options]
     total = sum(weights)
     if total <= 0:
         weights, total = [1.0] * len(options), float(len(options))
