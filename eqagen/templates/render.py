@@ -3,8 +3,9 @@
 - ``structured.j2``: TAG-EQA's structured question (``countObjects? (property:color = green) AND ...``);
 - ``questions/<query>.j2``: the canonical natural question. Variables: ``q`` (the QuerySpec), ``np``
   (the noun phrase: ``np.the`` "the green cup on the countertop", ``np.a`` "a green cup ...",
-  ``np.plural`` "green cups ...", ``np.bare``), ``when`` (the time clauses, with a leading space, or ""),
-  ``event_verb`` (counting events: "open", "pick up"), ``subject`` (readable subject or "object");
+  ``np.plural`` "green cups ...", ``np.bare``, ``np.something`` "something green ..." for any object),
+  ``when`` (the time clauses, with a leading space, or ""), ``event_verb`` (counting events: "open",
+  "pick up"), ``subject`` (readable subject or "object");
 - ``filters.j2``: one macro per built-in filter key (``location_on(f, v)``); a filter registered with a
   ``phrase`` uses that jinja2 source instead;
 - ``answer.j2``: the canonical answer from the answer groups.
@@ -131,6 +132,7 @@ def noun_phrase(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple]
     head = " ".join([*pre, noun])
     tail = "".join(f" {p}" for p in post)
     np = {
+        "something": " ".join(["something", *pre]) + tail,  # for "any object": "something green on the table"
         "bare": head + tail,
         "the": f"the {head}{tail}",
         "a": f"{with_article(head)}{tail}",

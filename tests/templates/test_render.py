@@ -71,7 +71,11 @@ def test_grounded_question_names_the_anchor_and_answers_per_group():
         (QuerySpec("getState", "open", {"subject": "Fridge"}), "Was the white fridge open or closed?"),
         (QuerySpec("getProperty", "material", {"subject": "Fridge"}), "What was the white fridge made of?"),
         (QuerySpec("getLocation", "", {"subject": "Cup"}), "Where was the white cup?"),
-        (QuerySpec("count", "events", {"kind": "open"}), "How many times did you open a white object?"),
+        (QuerySpec("count", "events", {"kind": "open"}), "How many times did you open something white?"),
+        (
+            QuerySpec("count", "events", {"kind": "open", "subject": "Fridge"}),
+            "How many times did you open a white fridge?",
+        ),
     ],
 )
 def test_each_query_has_a_question(query, expected):
