@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import DataFileError
+from eqagen.core.errors import malformed_file
 
 TASK_TYPES = (
     "pick_and_place_simple",
@@ -121,7 +122,7 @@ def _literal(value: Any) -> Any:
         return value
     try:
         return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value  # a plain string (a floor plan name stored unquoted)
 
 
@@ -138,7 +139,7 @@ def _parse_pose(raw: Any, path: Path, i: int) -> ObjectPose:
         p, r = raw["position"], raw.get("rotation", {"x": 0.0, "y": 0.0, "z": 0.0})
         pos = (float(p["x"]), float(p["y"]), float(p["z"]))
         rot = (float(r["x"]), float(r["y"]), float(r["z"]))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise DataFileError(
             path, where, f"malformed pose ({exc!r})", "each pose needs objectName and position x/y/z"
         ) from exc
@@ -153,7 +154,10 @@ def _parse_init_action(raw: Any, path: Path) -> dict[str, Any]:
 
 def _parse_low_actions(plan: Any, path: Path) -> list[dict[str, Any]]:
     actions = []
-    for i, step in enumerate(plan.get("low_actions", []) if isinstance(plan, dict) else []):
+    steps = plan.get("low_actions", []) if isinstance(plan, dict) else []
+    if not isinstance(steps, list):
+        raise DataFileError(path, "plan.low_actions", "is not a list", "use ALFRED's json_2.1.0 traj_data.json files")
+    for i, step in enumerate(steps):
         api = step.get("api_action") if isinstance(step, dict) else None
         if not isinstance(api, dict) or "action" not in api:
             raise DataFileError(path, f"plan.low_actions[{i}].api_action", "missing or has no 'action'")
@@ -162,6 +166,8 @@ def _parse_low_actions(plan: Any, path: Path) -> list[dict[str, Any]]:
 
 
 def _parse_scene(scene: dict[str, Any], path: Path) -> dict[str, Any]:
+    if not isinstance(scene, dict):
+        raise DataFileError(path, "scene", "is not an object", "use ALFRED's json_2.1.0 traj_data.json files")
     s = {k: _literal(v) for k, v in scene.items()}
     floor_plan = str(_require(s, "floor_plan", path, "scene."))
     if not floor_plan.startswith("FloorPlan"):
@@ -169,14 +175,20 @@ def _parse_scene(scene: dict[str, Any], path: Path) -> dict[str, Any]:
     poses_raw = _require(s, "object_poses", path, "scene.")
     if not isinstance(poses_raw, list):
         raise DataFileError(path, "scene.object_poses", "is not a list")
+    with malformed_file(path, "scene.scene_num", "an integer"):
+        scene_num = int(s.get("scene_num", floor_plan[len("FloorPlan") :]))
+    with malformed_file(path, "scene.object_toggles", "a list"):
+        toggles = list(s.get("object_toggles") or [])
+    with malformed_file(path, "scene.random_seed", "an integer"):
+        random_seed = int(s.get("random_seed", 0) or 0)
     return {
         "floor_plan": floor_plan,
-        "scene_num": int(s.get("scene_num", floor_plan[len("FloorPlan") :])),
+        "scene_num": scene_num,
         "object_poses": [_parse_pose(p, path, i) for i, p in enumerate(poses_raw)],
-        "object_toggles": list(s.get("object_toggles") or []),
+        "object_toggles": toggles,
         "dirty_and_empty": bool(s.get("dirty_and_empty", False)),
         "init_action": _parse_init_action(_require(s, "init_action", path, "scene."), path),
-        "random_seed": int(s.get("random_seed", 0) or 0),
+        "random_seed": random_seed,
     }
 
 
@@ -201,21 +213,25 @@ def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
         raw = json.loads(path.read_text())
     except FileNotFoundError as exc:
         raise DataFileError(path, None, "file not found") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise DataFileError(path, None, f"not valid JSON ({exc})") from exc
     if not isinstance(raw, dict):
         raise DataFileError(path, None, "top level is not an object")
     scene = _parse_scene(_require(raw, "scene", path, ""), path)
     anns = _literal(raw.get("turk_annotations", {}))
     plan = _literal(raw.get("plan", {}))
+    with malformed_file(path, "plan.high_pddl", "a list of steps"):
+        high_pddl = list(plan.get("high_pddl", [])) if isinstance(plan, dict) else []
+    with malformed_file(path, "turk_annotations", "an object with a list 'anns'"):
+        annotations = list(anns.get("anns", [])) if isinstance(anns, dict) else []
     return AlfredTrajectory(
         path=path,
         task_id=str(_literal(raw.get("task_id", path.parent.name))),
         task_type=_task_type(raw, path),
         pddl_params=_pddl_params(raw, path),
         low_actions=_parse_low_actions(plan, path),
-        high_pddl=list(plan.get("high_pddl", [])) if isinstance(plan, dict) else [],
-        annotations=list(anns.get("anns", [])) if isinstance(anns, dict) else [],
+        high_pddl=high_pddl,
+        annotations=annotations,
         **scene,
     )
 
@@ -263,7 +279,7 @@ def _read_json(path: Path, what: str) -> Any:
         raise DataFileError(path, what, "layout file not found", LAYOUTS_HINT)
     try:
         return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise DataFileError(path, what, f"not valid JSON ({exc})") from exc
 
 
@@ -272,11 +288,16 @@ def _read_reachable(path: Path) -> np.ndarray:
         raise DataFileError(path, "layout", "layout file not found", LAYOUTS_HINT)
     try:
         pts = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise DataFileError(path, "layout", f"not a numpy array file ({exc})") from exc
-    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) == 0:
-        raise DataFileError(path, "layout", f"expected a non-empty [K, 2] array of (x, z), got {pts.shape}")
-    return pts.astype(np.float64)
+    except Exception as exc:  # numpy's header parser raises many types (ValueError, EOFError, TokenError, ...)
+        raise DataFileError(path, "layout", f"not a numpy array file ({exc!r})") from exc
+    if not isinstance(pts, np.ndarray) or pts.ndim != 2 or pts.shape[1] != 2 or len(pts) == 0:
+        raise DataFileError(path, "layout", f"expected a non-empty [K, 2] array of (x, z), got {np.shape(pts)}")
+    if not (np.issubdtype(pts.dtype, np.integer) or np.issubdtype(pts.dtype, np.floating)):
+        raise DataFileError(path, "layout", f"expected numbers, got dtype {pts.dtype}", LAYOUTS_HINT)
+    pts = pts.astype(np.float64)
+    if not np.isfinite(pts).all():
+        raise DataFileError(path, "layout", "holds NaN or infinite coordinates", LAYOUTS_HINT)
+    return pts
 
 
 def _parse_openable(raw: Any, path: Path) -> dict[str, tuple[float, float, float, float]]:
@@ -287,7 +308,8 @@ def _parse_openable(raw: Any, path: Path) -> dict[str, tuple[float, float, float
         if not isinstance(pose, list) or len(pose) != 4:
             raise DataFileError(path, oid, f"interaction pose {pose!r} is not [x, z, rotation, horizon]")
         parse_object_id(oid, path)
-        out[oid] = (float(pose[0]), float(pose[1]), float(pose[2]), float(pose[3]))
+        with malformed_file(path, oid, "an interaction pose is four numbers [x, z, rotation, horizon]"):
+            out[oid] = (float(pose[0]), float(pose[1]), float(pose[2]), float(pose[3]))
     return out
 
 
