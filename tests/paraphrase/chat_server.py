@@ -133,6 +133,8 @@ class ScriptedChatServer:
 
     def reply(self, body: dict) -> tuple[int, dict, dict[str, str]]:
         messages = body.get("messages", [])
+        if not messages:
+            return 400, _error("'messages' is required", "invalid_request_error"), {}
         digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
         fmt = (body.get("response_format") or {}).get("type", "none")
         with self.lock:
@@ -230,7 +232,10 @@ class _Handler(BaseHTTPRequestHandler):
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
         try:
             length = int(self.headers.get("Content-Length", 0))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                return  # the client went away while sending (e.g. killed): there is no one to answer
+            body = json.loads(raw or b"{}")
             if self.path not in ("/v1/chat/completions", "/chat/completions"):
                 status, payload, headers = 404, _error(f"no route {self.path}", "not_found"), {}
             else:
