@@ -240,26 +240,41 @@ POSITION_KEYS = ("front", "behind", "left", "right")
 AGENT = "you"
 
 
+def covisible_pairs(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, e, a)`` for every ordered pair of distinct entities seen at the same step (vectorised)."""
+    ts, es = np.nonzero(ctx.data)  # sorted by step
+    counts = np.bincount(ts, minlength=ctx.T)
+    first = np.cumsum(counts) - counts
+    partners = counts[ts]
+    i = np.repeat(np.arange(ts.size), partners)
+    offset = np.arange(i.size) - np.repeat(np.cumsum(partners) - partners, partners)
+    j = first[ts[i]] + offset
+    keep = es[i] != es[j]
+    return ts[i][keep], es[i][keep], es[j][keep]
+
+
 def relative_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
     """``{key: [A, T, N]}`` against every observed entity as anchor, computed once per episode: at step t,
     both seen, e is left of / right of / in front of (nearer) / behind (farther than) anchor a in the
-    agent's view by more than ``side_margin``, within ``near_radius`` of it, and not a itself."""
+    agent's view by more than ``side_margin``, within ``near_radius`` of it, and not a itself. Computed on
+    the co-visible pairs only, then scattered into the stacks."""
 
     def compute() -> dict[str, np.ndarray]:
-        anchors = np.flatnonzero(ctx.observed)
+        t, e, a = covisible_pairs(ctx)
+        row = np.full(ctx.N, -1)
+        row[np.flatnonzero(ctx.observed)] = np.arange(int(ctx.observed.sum()))
         ego = ctx.ego
-        ea = ego[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [A, T, 1, 3]
-        d = ego[None] - ea  # [A, T, N, 3]
-        base = d[..., 0] ** 2 + d[..., 2] ** 2 <= param(ctx, "near_radius") ** 2
-        base &= ctx.data[None] & ctx.data[:, anchors].T[:, :, None]
-        base[np.arange(anchors.size), :, anchors] = False
+        d = ego[t, e] - ego[t, a]  # [P, 3]
+        near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
         m = param(ctx, "side_margin")
-        return {
-            "left": base & (-d[..., 0] > m),
-            "right": base & (d[..., 0] > m),
-            "front": base & (-d[..., 2] > m),
-            "behind": base & (d[..., 2] > m),
-        }
+        out = {}
+        for key, holds in (("left", -d[:, 0] > m), ("right", d[:, 0] > m), ("front", -d[:, 2] > m),
+                           ("behind", d[:, 2] > m)):  # fmt: skip
+            stack = np.zeros((row.max() + 1, ctx.T, ctx.N), dtype=bool)
+            hit = near & holds
+            stack[row[a[hit]], t[hit], e[hit]] = True
+            out[key] = stack
+        return out
 
     return ctx.memo(("relative_relations",), compute)
 
