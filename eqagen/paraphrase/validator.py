@@ -85,6 +85,8 @@ def _arg_types(args: dict) -> set[str]:
 
 
 _NAMED_OBJECT_FAMILIES = ("location", "position", "region")
+# Answer types whose values are not names of things.
+_NOT_NAMES = (*_YES_NO_TYPES, *_NUMBER_TYPES, "color", "material", "utility", "state", "")
 
 
 def _named_object(family: str, value: str) -> str | None:
@@ -112,6 +114,9 @@ def _structural_types(record: QARecord) -> Structural:
             program.add(named)
     program |= {t for g in record.structured_answer for t in _types_in(g.predicate)}
     answer = {item.type for g in record.structured_answer for item in g.result}
+    if record.answer_type not in _NOT_NAMES:  # objects, locations, rooms, biomes: the value names them
+        for g in record.structured_answer:
+            answer |= {n for n in (_named_object("location", part) for part in g.value.split(",")) if n}
     return [("type", t, "program") for t in sorted(program)] + [("type", t, "answer") for t in sorted(answer - program)]
 
 
