@@ -117,12 +117,12 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
 
         return generate_inline(config, out_dir, on_batch=on_batch)
     from eqagen.flows.checkpoints import STATE_DIR
-    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, sigterm_as_exit
+    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port, sigterm_as_exit
 
     started = time.perf_counter()
-    home = out_dir / STATE_DIR / "prefect"
-    apply_prefect_environment(home)  # before prefect is imported
-    server = LocalPrefectServer(home)
+    home, port = out_dir / STATE_DIR / "prefect", free_port()
+    apply_prefect_environment(home, port)  # before prefect is imported
+    server = LocalPrefectServer(home, port)
     with sigterm_as_exit():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages

@@ -35,10 +35,18 @@ PR_SET_PDEATHSIG = 1
 STARTUP_TIMEOUT_S = 180.0
 
 
-def prefect_environment(home: Path) -> dict[str, str]:
-    """Settings for both the run and its server: everything under ``home``, nothing sent anywhere."""
+def prefect_environment(home: Path, port: int | None = None) -> dict[str, str]:
+    """Settings for both the run and its server: everything under ``home``, nothing sent anywhere.
+
+    With ``port``, ``PREFECT_API_URL`` points at the server to come. It must be in the environment
+    before Prefect is imported: Prefect's events worker, started lazily in whatever settings context
+    is current, spawns a hidden server of its own (ignoring the ephemeral-mode switch) whenever it
+    finds no API URL, e.g. at interpreter exit.
+    """
     home = Path(home).resolve()
+    api = {"PREFECT_API_URL": f"http://127.0.0.1:{port}/api"} if port else {}
     return {
+        **api,
         "PREFECT_HOME": str(home),
         "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
         "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
@@ -52,9 +60,9 @@ def prefect_environment(home: Path) -> dict[str, str]:
     }
 
 
-def apply_prefect_environment(home: Path) -> None:
+def apply_prefect_environment(home: Path, port: int | None = None) -> None:
     Path(home).mkdir(parents=True, exist_ok=True)
-    os.environ.update(prefect_environment(home))
+    os.environ.update(prefect_environment(home, port))
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -96,6 +104,20 @@ def save_template_database(db: Path) -> None:
     os.replace(tmp, template)
 
 
+def drain_prefect_workers(timeout: float = 5.0) -> None:
+    """Let Prefect's background event and log workers send what they hold while the server still runs."""
+    if "prefect" not in sys.modules:
+        return
+    with contextlib.suppress(Exception):
+        from prefect.events.worker import EventsWorker
+
+        EventsWorker.drain_all(timeout=timeout)
+    with contextlib.suppress(Exception):
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=timeout)
+
+
 def free_port() -> int:
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.bind(("127.0.0.1", 0))
@@ -105,11 +127,11 @@ def free_port() -> int:
 class LocalPrefectServer:
     """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration."""
 
-    def __init__(self, home: Path, log_path: Path | None = None):
+    def __init__(self, home: Path, port: int | None = None, log_path: Path | None = None):
         self.home = Path(home)
         self.log_path = log_path or self.home / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
-        self.port = 0
+        self.port = port or 0
         self.startup_seconds = 0.0
         self._launched_at = 0.0
 
@@ -140,8 +162,8 @@ class LocalPrefectServer:
         self._launched_at = time.perf_counter()
         self.home.mkdir(parents=True, exist_ok=True)
         seed_database(self.home / "prefect.db")
-        self.port = free_port()
-        env = {**os.environ, **prefect_environment(self.home), "PREFECT__SERVER_EPHEMERAL": "1"}
+        self.port = self.port or free_port()
+        env = {**os.environ, **prefect_environment(self.home, self.port), "PREFECT__SERVER_EPHEMERAL": "1"}
         parent = os.getpid()
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -165,6 +187,7 @@ class LocalPrefectServer:
         raise RuntimeError(f"Prefect's server did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
 
     def stop(self) -> None:
+        drain_prefect_workers()
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
