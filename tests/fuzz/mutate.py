@@ -173,9 +173,10 @@ def mutated_text(draw: st.DrawFn, original: str) -> str:
 
 
 def names_file(err: DataFileError, path: Path) -> bool:
-    """The error names the mutated file, or the directory or file set that holds it."""
+    """The error names the mutated file, or the directory that holds it; where ``path`` is a directory (a
+    file set whose files are checked against each other), any file in it."""
     named = Path(err.path)
-    return named == path or named in path.parents or str(path) in str(err)
+    return named == path or named in path.parents or path in named.parents or str(path) in str(err)
 
 
 def read_or_clean_error(path: Path, read: Callable[..., Any], *args: Any) -> Any:

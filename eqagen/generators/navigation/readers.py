@@ -28,6 +28,7 @@ from eqagen.generators.navigation.scene import NavScene, SceneObject, SceneRegio
 
 SEMANTIC_HEADER = "HM3D Semantic Annotations"
 BOX_COLUMNS = ("id", "xmin", "ymin", "zmin", "xmax", "ymax", "zmax")
+MAX_ID = 2**31  # object and region ids are stored as int32
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,10 @@ def _semantic_row(path: Path, n: int, row: list[str]) -> SemanticRecord:
     if len(row) != 4:
         raise DataFileError(path, f"line {n}", f"expected 4 fields, found {len(row)}", fix)
     oid, hex_color, category, region = (v.strip() for v in row)
-    if not (oid.isdigit() and region.lstrip("-").isdigit()):
-        raise DataFileError(path, f"line {n}", f"id '{oid}' and regionId '{region}' must be integers", fix)
+    if not (oid.isdecimal() and region.lstrip("-").isdecimal()) or max(int(oid), abs(int(region))) >= MAX_ID:
+        raise DataFileError(
+            path, f"line {n}", f"id '{oid}' and regionId '{region}' must be integers below {MAX_ID}", fix
+        )
     if len(hex_color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in hex_color):
         raise DataFileError(path, f"line {n}", f"colour '{hex_color}' is not 6 hex digits", fix)
     if not category:
@@ -84,8 +87,11 @@ def _load_npy(path: Path) -> np.ndarray:
         raise DataFileError(path, None, "file not found", "check the path in the config")
     try:
         arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise DataFileError(path, None, f"not a numpy .npy array ({err})", "save the map with numpy.save") from err
+    except Exception as err:  # numpy's header parser raises many types (ValueError, EOFError, TokenError, ...)
+        raise DataFileError(path, None, f"not a numpy .npy array ({err!r})", "save the map with numpy.save") from err
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+        got = f"{type(arr).__name__} of {getattr(arr, 'dtype', '?')}"
+        raise DataFileError(path, "values", f"expected a numeric map, got {got}", "save a [H, W] map of numbers")
     if arr.ndim != 2 or min(arr.shape) == 0:
         raise DataFileError(path, "shape", f"expected a 2-D map, got shape {arr.shape}", "save a [H, W] top-down map")
     return arr
@@ -135,8 +141,10 @@ def read_boxes_csv(path: str | Path) -> dict[int, tuple[float, ...]]:
         try:
             oid, *vals = row
             box = tuple(float(v) for v in vals)
-            if len(box) != 6 or any(box[i] > box[i + 3] for i in range(3)):
-                raise ValueError("need six numbers with min <= max")
+            if len(box) != 6 or not all(np.isfinite(box)) or any(box[i] > box[i + 3] for i in range(3)):
+                raise ValueError("need six finite numbers with min <= max")
+            if not 0 <= int(oid) < MAX_ID:
+                raise ValueError(f"id must lie in 0..{MAX_ID - 1}")
             boxes[int(oid)] = box
         except ValueError as err:
             raise DataFileError(
