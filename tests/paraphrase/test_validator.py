@@ -159,3 +159,22 @@ def test_on_the_question_engines_own_output():
         assert check_paraphrase(record, *good_rewrite(record.question, record.answer), item).ok
         dropped = check_paraphrase(record, *dropped_rewrite(record.question, record.answer), item)
         assert not dropped.ok, (record.question, record.answer)  # every answer states a fact
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), family=st.sampled_from(["household", "navigation", "blockworld"]))
+def test_on_the_question_engines_output_over_many_seeds(seed, family):
+    predicates = pytest.importorskip("eqagen.predicates")
+    from eqagen.core import derive_rng
+    from eqagen.generators import get_backend
+    from eqagen.paraphrase.offline import offline_paraphrase
+
+    backend = get_backend(family, "embedded")
+    episode = backend.run(backend.plan(1, seed, {"max_steps": 150})[0])
+    records, _ = predicates.sample_questions(episode, predicates.QuestionConfig(), derive_rng(seed, "q"))
+    for record in records:
+        item = derive_facts(record)
+        assert offline_paraphrase(record, seed, item).paraphrase.validated
+        assert check_paraphrase(record, *good_rewrite(record.question, record.answer), item).ok
+        assert not check_paraphrase(record, *dropped_rewrite(record.question, record.answer), item).ok
