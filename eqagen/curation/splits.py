@@ -229,9 +229,8 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
         return split
     to_eval = take_with_carry(units, np.ones(len(units.size), bool), forced, eval_share)
     val_share = ratios[1] / eval_share
-    # Forced units alternate between val and test along one walk over all strata, so both get the same
-    # unseen share even when few units are forced; the free ones then fill each stratum's val quota
-    # around them.
+    # Forced units are divided between val and test stratum by stratum, so both get the same unseen
+    # share; the free ones then fill each stratum's val quota around them.
     forced_val = take_interleaved(units, to_eval & forced, val_share)
     to_val = take_with_carry(units, to_eval, forced_val, val_share, barred=to_eval & forced & ~forced_val)
     split[to_eval] = np.where(to_val[to_eval], 1, 2)
@@ -239,18 +238,31 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
 
 
 def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarray:
-    """Walk the units (of ``among``) sorted by stratum, then randomly, taking a unit whenever that keeps
-    the taken records closest to ``share`` of those seen so far: the total is on target within one
-    unit, and each stratum (a stretch of the walk) gets close to its share too."""
+    """Divide the units (of ``among``) so that ``share`` of each stratum's records are taken: within a
+    stratum, largest first, each unit goes to the side further below its target (ties: to the side
+    further below its target over all strata so far). Each stratum is then within one unit of its
+    share, and the total too."""
     idx = np.flatnonzero(among)
-    order = idx[np.lexsort((units.key[idx], units.stratum[idx]))]
+    order = idx[np.lexsort((units.key[idx], -units.size[idx], units.stratum[idx]))]
     take = np.zeros(len(units.size), dtype=bool)
-    taken = seen = 0.0
-    for unit, size in zip(order.tolist(), units.size[order].tolist()):
-        seen += size
-        if taken + size / 2.0 <= share * seen:
-            take[unit] = True
-            taken += size
+    if len(order) == 0:
+        return take
+    stratum = units.stratum[order]
+    starts = np.flatnonzero(np.r_[True, stratum[1:] != stratum[:-1]])
+    totals = np.add.reduceat(units.size[order], starts)
+    taken_all = seen_all = 0.0
+    for lo, hi, total in zip(starts.tolist(), np.append(starts[1:], len(order)).tolist(), totals.tolist()):
+        taken = left = 0.0
+        for unit in order[lo:hi].tolist():
+            size = float(units.size[unit])
+            below_take, below_leave = share * total - taken, (1 - share) * total - left
+            if below_take > below_leave or (below_take == below_leave and taken_all <= share * seen_all):
+                take[unit] = True
+                taken += size
+            else:
+                left += size
+        taken_all += taken
+        seen_all += total
     return take
 
 
