@@ -116,8 +116,9 @@ def make_units(unit_of_row: np.ndarray, stratum: np.ndarray, rng: np.random.Gene
     does not depend on row order)."""
     n_units = int(unit_of_row.max()) + 1 if len(unit_of_row) else 0
     size = np.bincount(unit_of_row, minlength=n_units)
-    pair, count = np.unique(unit_of_row * (int(stratum.max()) + 1) + stratum, return_counts=True)
-    pair_unit, pair_stratum = pair // (int(stratum.max()) + 1), pair % (int(stratum.max()) + 1)
+    radix = int(stratum.max(initial=0)) + 1
+    pair, count = np.unique(unit_of_row * radix + stratum, return_counts=True)
+    pair_unit, pair_stratum = pair // radix, pair % radix
     order = np.lexsort((pair_stratum, -count, pair_unit))
     first = order[np.unique(pair_unit[order], return_index=True)[1]]
     unit_stratum = np.zeros(n_units, dtype=np.int64)

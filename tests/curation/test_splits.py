@@ -160,3 +160,15 @@ def test_filter_family_signature_ignores_list_order(balanced):
     assert a["split"].equals(b["split"])
     assert [s["stratum"] for s in stats_a["strata"]] == [s["stratum"] for s in stats_b["strata"]]
     assert any("+" in s["stratum"] for s in stats_a["strata"])
+
+
+def test_empty_and_single_record_tables():
+    empty = candidate_pool(100, 1).slice(0, 0)
+    balanced_empty, stats = balance(empty, BalanceConfig(), seed=0)
+    assert balanced_empty.num_rows == 0 and stats["kept"] == 0
+    for by in ("question", "scene"):
+        out, split_stats = split(balanced_empty, SplitConfig(by=by), seed=0)
+        assert out.num_rows == 0 and split_stats["records"] == 0
+    one = candidate_pool(100, 1).slice(0, 1)
+    assert balance(one, BalanceConfig(), seed=0)[1]["rejected"] == {"single_scene": 1}
+    assert split(one, SplitConfig(), seed=0)[0]["split"].to_pylist() == ["train"]
