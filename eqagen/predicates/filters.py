@@ -99,11 +99,6 @@ def encloses(ctx: EpisodeContext) -> np.ndarray:
     return ctx.memo(("encloses",), compute)
 
 
-def _inside_key(ctx: EpisodeContext, receptacle: int, same: bool) -> str:
-    key = "inside" if encloses(ctx)[receptacle] else "on"
-    return key + "_same" if same else key
-
-
 def _anchors(ctx: EpisodeContext, type_name: str) -> np.ndarray:
     return ctx.instances(type_name)
 
