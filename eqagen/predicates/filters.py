@@ -152,7 +152,7 @@ def vertical_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
 def stack_at_cells(ctx: EpisodeContext, name: str, stack: np.ndarray, ts: np.ndarray, es: np.ndarray) -> np.ndarray:
     """A relation stack ``[A, T, N]`` gathered at the cells: ``[A, K]`` (memoised per cell set)."""
     key = ("stack_at_cells", name, ts.tobytes(), es.tobytes())
-    return ctx.memo(key, lambda: stack.reshape(stack.shape[0], -1)[:, ts * ctx.N + es])
+    return ctx.memo(key, lambda: stack.reshape(stack.shape[0], ctx.T * ctx.N)[:, ts * ctx.N + es])
 
 
 def anchored_at_cells(ctx, name: str, stack: np.ndarray, spec: FilterSpec, ts, es) -> tuple[np.ndarray, bool]:
@@ -168,7 +168,7 @@ def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es:
         anchors = ctx.instances(spec.value)
         return np.isin(ctx.parent[ts, es], anchors), anchors.size >= 2
     sel = ctx.selection(spec)
-    return sel.masks.reshape(len(sel), -1)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
+    return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -205,7 +205,7 @@ def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
         pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
         return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
     rel = vertical_relations(ctx)[key]
-    seen = (rel & ctx.data[None]).reshape(rel.shape[0], -1).any(axis=1)
+    seen = (rel & ctx.data[None]).any(axis=(1, 2))
     return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
 
 
@@ -299,7 +299,7 @@ def position_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es:
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and _agent_mask(ctx, key).any() else []
     rel = relative_relations(ctx)[key]
-    seen = rel.reshape(rel.shape[0], -1).any(axis=1)
+    seen = rel.any(axis=(1, 2))
     out.extend(ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
     return _specs("position", key, out)
 

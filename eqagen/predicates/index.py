@@ -152,7 +152,7 @@ def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndar
         return shortcut(ctx, spec, ts, es)
     sel = ctx.selection(spec)
     if isinstance(sel, Anchored):
-        flat = sel.masks.reshape(len(sel), -1)  # a view: gathering flat indices is cheaper than [:, ts, es]
+        flat = sel.masks.reshape(len(sel), ctx.T * ctx.N)  # a view: gathering flat indices is cheaper than [:, ts, es]
         return flat[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
     return sel[ts, es], False
 

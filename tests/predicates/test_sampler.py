@@ -138,3 +138,13 @@ def test_fixture_episodes_also_sample():
     ep = make_episode(11, 60)
     records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
     assert len(records) >= 10
+
+
+def test_an_episode_with_nothing_seen_asks_nothing():
+    import numpy as np
+
+    from tests.predicates.conftest import tiny_episode
+
+    ep = tiny_episode(["Cup", "Table"], np.zeros((3, 2, 3)), np.zeros((3, 2), bool))
+    records, rejected = sample_questions(ep, QuestionConfig(), derive_rng(0, "q"))
+    assert records == [] and rejected == Counter({"nothing_to_ask": 1})
