@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from eqagen.core import derive_rng
 from eqagen.predicates import QuestionConfig, evaluate, sample_questions
 from tests.predicates.conftest import make_episode
@@ -38,3 +41,11 @@ def test_vectorised_evaluator_agrees_with_reference_on_2000_questions():
         checked, problems = checked + n, problems + bad
     assert checked >= 2000
     assert not problems, f"{len(problems)} of {checked} disagree; first: {problems[:3]}"
+
+
+@settings(max_examples=15, deadline=None)
+@given(episode_seed=st.integers(0, 10_000), sampler_seed=st.integers(0, 10_000))
+def test_agreement_holds_for_any_seed(episode_seed, sampler_seed):
+    ep = make_episode(episode_seed, 30)
+    _, problems = check_episode(ep, QuestionConfig(questions_per_episode=10), sampler_seed)
+    assert not problems, problems[:2]
