@@ -272,7 +272,8 @@ def _place_small(room: _Room, object_type: str, load: dict[str, int]) -> None:
 def _small_types(room: _Room) -> list[str]:
     cat = room.cat
     slices = {v[0] for v in cat.slices.values()}
-    return [t for t in cat.in_room(room.kind) if cat.get(t).can("pickupable") and t not in slices]
+    holdable = {o for objs in cat.holds.values() for o in objs}  # e.g. Boots: no receptacle rule holds them
+    return [t for t in cat.in_room(room.kind) if cat.get(t).can("pickupable") and t not in slices and t in holdable]
 
 
 def _place_small_objects(room: _Room) -> None:
