@@ -40,7 +40,8 @@ STATES = {
     "switching on": "on", "toggled off": "off", "switched off": "off", "turned off": "off",
     "turning off": "off", "switching off": "off",
     "broken": "broken", "smashed": "broken", "intact": "intact", "unbroken": "intact",
-    "sliced": "sliced", "unsliced": "unsliced", "filled": "filled", "full": "filled", "empty": "empty",
+    "sliced": "sliced", "unsliced": "unsliced", "whole": "unsliced",
+    "filled": "filled", "full": "filled", "empty": "empty",
     "dirty": "dirty", "clean": "clean", "cooked": "cooked", "raw": "raw", "uncooked": "raw",
     "used up": "used_up",
 }  # fmt: skip

@@ -18,7 +18,10 @@ from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
 
 SIDES = ("question", "answer")
-KINDS = ("type", "number", "coordinate", "color", "material", "utility", "state", "temporal", "ordinal", "polarity")
+KINDS = (
+    "type", "number", "coordinate", "color", "material", "utility", "value", "state", "temporal", "ordinal", "polarity",
+)  # fmt: skip
+PHRASE_KINDS = ("utility", "value")  # open phrases, matched by their content words
 WORD_KINDS = ("color", "material", "state", "temporal", "polarity")
 NUMBER_TOL = 0.006  # numbers printed with two decimals may be re-printed with more or fewer zeros
 LOCATE_TOL = 0.051  # structure-to-template match: the template may round coordinates to one decimal
@@ -158,15 +161,27 @@ def _structural_words(record: QARecord) -> Structural:
     for g in record.structured_answer:
         if query.name == "getState":
             out.append(("state", _state_of(query.arg, g.value), "answer"))
-        if query.arg == "color" or record.answer_type == "color":
-            out += [("color", c, "answer") for c in lx.scan("color", g.value)]
-        if query.arg == "material" or record.answer_type == "material":
-            out += [("material", m, "answer") for m in lx.scan("material", g.value)]
+        for kind in ("color", "material"):
+            if query.arg == kind or record.answer_type == kind:
+                out += _property_answer(kind, g.value)
         if (query.arg == "utility" or record.answer_type == "utility") and lx.content_stems(g.value):
             out.append(("utility", lx.content_stems(g.value), "answer"))
         if record.answer_type in _YES_NO_TYPES and g.value.strip().lower() in _YES | _NO:
             out.append(("polarity", "yes" if g.value.strip().lower() in _YES else "no", "answer"))
     return [fact for fact in out if fact[1]]
+
+
+def _property_answer(kind: str, value: str) -> Structural:
+    """The colors or materials of an answer value; a part the vocabulary does not know ("food",
+    "light gray concrete") becomes a phrase fact, so that the answer still has to state it."""
+    out: Structural = []
+    for part in re.split(r",| and ", value):
+        found = lx.scan(kind, part)
+        if found:
+            out += [(kind, v, "answer") for v in found]
+        elif lx.content_stems(part):
+            out.append(("value", lx.content_stems(part), "answer"))
+    return out
 
 
 def _structural_numbers(record: QARecord) -> Structural:
@@ -234,7 +249,7 @@ def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str]
             if not stated:
                 facts.append(Fact(kind, str(value), value, origin))
             continue
-        if kind == "utility":  # an open phrase: stated where all its content words are, in any inflection
+        if kind in PHRASE_KINDS:  # an open phrase: stated where all its content words are, in any inflection
             sides = tuple(s for s in SIDES if set(value) <= lx.stems_in(texts[s]))  # type: ignore[call-overload]
             facts.append(Fact(kind, " ".join(value), value, origin, sides))  # type: ignore[arg-type]
             continue
@@ -360,7 +375,7 @@ def _states_fact(fact: Fact, text: str, item: ItemFacts, side: str) -> bool:
         return _find_triple(lx.scan_numbers(text), fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
     if fact.kind == "type":
         return any(owners & fact.value for owners in lx.scan_types(text, item.types))  # type: ignore[operator]
-    if fact.kind == "utility":
+    if fact.kind in PHRASE_KINDS:
         return set(fact.value) <= lx.stems_in(text)  # type: ignore[call-overload]
     return fact.value in _reader(fact.kind, item.types, side, item.bare_states)(text)
 
