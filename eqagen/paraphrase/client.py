@@ -116,6 +116,11 @@ class ChatClient:
         start = config.response_format if config.response_format != "auto" else FORMAT_CHAIN[0]
         self._format = start
 
+    @property
+    def current_format(self) -> str:
+        """The response format requests are sent with now (``auto`` may have stepped down)."""
+        return self._format
+
     def sampling(self) -> dict[str, Any]:
         """The sampling parameters (part of every cache key). The configured response format is used,
         not the one an ``auto`` run settled on, so a rerun finds the same keys."""

@@ -81,7 +81,7 @@ class _LLMRun:
         self.counters = _Counters()
         self.pool = ExamplePool(pool)
         self.version = f"{config.template_version}:{template_digest()}"
-        self._shots: dict[str, Shot] = {}
+        self._shots: dict[int, Shot] = {}  # by id() of the pool's record
 
     def _shot(self, record: QARecord) -> Shot:
         """A few-shot example: the record with its (validated) offline rewrite as the reference."""
@@ -155,7 +155,7 @@ class _LLMRun:
             "retries": dict(sorted(t.retries.items())),
             "failed_requests": t.failed_requests,
             "max_in_flight": t.max_in_flight,
-            "response_format": self.client._format,
+            "response_format": self.client.current_format,
             "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens,
             "total_tokens": c.prompt_tokens + c.completion_tokens,
