@@ -92,6 +92,7 @@ def balance(table: pa.Table, config: BalanceConfig | dict | None, seed: int) -> 
 
 
 def select_balanced(table: pa.Table, config: BalanceConfig, seed: int) -> BalanceSelection:
+    """Which rows balancing keeps, their ``choices`` and the statistics, without building the table."""
     require_columns(table, BALANCE_COLUMNS, "balance input")
     codes = encode_table(table)
     rng = derive_rng(seed, "curation", "balance")
