@@ -3,9 +3,11 @@
 A "shortest-path episode" is what the ``express`` policy does per episode: a random navigable start and
 a goal on its island, the geodesic shortest path, and the atomic actions (move_forward 0.25 m, 30 degree
 turns) that walk it to within the goal radius. Measured on one embedded house of 200x200 cells (20 m x
-20 m at 0.1 m), single process. Also reported: the one-off path-finder build per scene, the raw
-path query rate, a plain ``scipy.sparse.csgraph.dijkstra`` over the grid for comparison, and full
-episodes (with visibility, events and the Episode record) per second.
+20 m at 0.1 m), single process. Rates are per CPU second of this process (``time.process_time``),
+i.e. per core, so that other processes on a shared machine inflate them less than wall time would.
+Also reported: the one-off path-finder build per scene, the raw path query rate, a plain
+``scipy.sparse.csgraph.dijkstra`` over the grid for comparison, and full episodes (with visibility,
+events and the Episode record) per second.
 
     python benchmarks/bench_navigation.py [--episodes 2000] [--json PATH]
 """
@@ -32,42 +34,42 @@ TARGET_PER_SECOND = 500.0
 
 
 def time_build(scene) -> tuple[GridPathFinder, float]:
-    start = time.perf_counter()
+    start = time.process_time()
     pf = GridPathFinder(scene.grid)
-    return pf, time.perf_counter() - start
+    return pf, time.process_time() - start
 
 
 def time_routes(pf: GridPathFinder, n: int) -> tuple[float, PolicyStats]:
     rng, stats = derive_rng(0, "bench", "routes"), PolicyStats()
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(n):
         sample_route(pf, rng, EXPRESS, stats)
-    return n / (time.perf_counter() - start), stats
+    return n / (time.process_time() - start), stats
 
 
 def time_queries(pf: GridPathFinder, n: int) -> float:
     rng = derive_rng(0, "bench", "queries")
     pairs = [(pf.get_random_navigable_point(rng), pf.get_random_navigable_point(rng)) for _ in range(n)]
-    start = time.perf_counter()
+    start = time.process_time()
     for a, b in pairs:
         pf.find_path(ShortestPath(a, b))
-    return n / (time.perf_counter() - start)
+    return n / (time.process_time() - start)
 
 
 def time_dijkstra(navigable: np.ndarray, n: int) -> float:
     graph, _ = grid_graph(navigable)
     sources = derive_rng(0, "bench", "dijkstra").integers(graph.shape[0], size=n)
-    start = time.perf_counter()
+    start = time.process_time()
     for s in sources:
         dijkstra(graph, directed=True, indices=int(s), return_predecessors=True)
-    return n / (time.perf_counter() - start)
+    return n / (time.process_time() - start)
 
 
 def time_episodes(scene, n: int) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     for i in range(n):
         walk_episode(scene, EpisodeSpec("navigation", "embedded", scene.scene_id, 0, i, {"policy": "express"}))
-    return n / (time.perf_counter() - start)
+    return n / (time.process_time() - start)
 
 
 def main(argv: list[str] | None = None) -> int:
