@@ -3,7 +3,8 @@
 Reads IN's question shards (checksums verified against its manifest), paraphrases every question
 (few-shot examples from IN's train split), and writes OUT: question shards with the new
 ``paraphrase`` column, IN's episode shards copied byte for byte, a manifest whose config carries the
-``paraphrase`` section used, and stats.json with the paraphrase statistics. A rerun after a crash
+``paraphrase`` section used, stats.json with the paraphrase statistics, and the dataset card and
+report rebuilt. A rerun after a crash
 sends no request already answered: the responses are in the cache.
 """
 
@@ -120,13 +121,28 @@ def _write_dataset(
     return new_manifest
 
 
-def _write_stats(in_dir: Path, out_dir: Path, stats: dict[str, Any]) -> None:
+def _write_audit(in_dir: Path, out_dir: Path, questions: pa.Table, stats: dict[str, Any], manifest: dict) -> None:
+    """stats.json with this run's paraphrase statistics, then the dataset card and the report rebuilt
+    from it (where the audit and card modules are installed)."""
     from eqagen.outputs.manifest import write_json_atomic
 
     old_path = in_dir / "stats.json"
     old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else {}
-    old.setdefault("stages", {})["paraphrase"] = {"implementation": "eqagen.paraphrase.stage:paraphrase_table", **stats}
-    write_json_atomic(old, out_dir / "stats.json")
+    stages = {**old.get("stages", {}), "paraphrase": {"implementation": "eqagen paraphrase", **stats}}
+    try:
+        from eqagen.curation.audit import build_stats
+        from eqagen.outputs.card import render_card, write_card
+        from eqagen.outputs.readers import read_shards
+        from eqagen.outputs.report import write_report
+        from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+    except ImportError:
+        write_json_atomic({**old, "stages": stages}, out_dir / "stats.json")
+        return
+    episode_paths = [out_dir / s["path"] for s in manifest["shards"] if s["path"].startswith("episodes/")]
+    full = build_stats(questions, read_shards(episode_paths, EPISODES_SCHEMA), old.get("funnel", {}), stages)
+    write_json_atomic(full, out_dir / "stats.json")
+    write_card(render_card(full, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
+    write_report(full, out_dir / "report.html")
 
 
 def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, seed: int | None = None) -> dict:
@@ -142,8 +158,8 @@ def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, se
     questions, stats = paraphrase_table(questions, config, seed, examples=train or None)
     out_dir.mkdir(parents=True, exist_ok=True)
     saved = config.model_dump(mode="json", exclude={"api_key"})
-    _write_dataset(in_dir, out_dir, manifest, shards, questions, saved)
-    _write_stats(in_dir, out_dir, stats)
+    new_manifest = _write_dataset(in_dir, out_dir, manifest, shards, questions, saved)
+    _write_audit(in_dir, out_dir, questions, stats, new_manifest)
     return stats
 
 

@@ -55,6 +55,7 @@ def test_paraphrase_command_writes_a_verified_dataset_and_a_rerun_asks_nothing(d
     )
     for shard in manifest["shards"]:
         assert sha256_of(tmp_path / "out" / shard["path"]) == shard["sha256"]
+    assert (tmp_path / "out" / "README.md").is_file() and (tmp_path / "out" / "report.html").is_file()
     stats = json.loads((tmp_path / "again" / "stats.json").read_text())["stages"]["paraphrase"]
     assert stats["requests_sent"] == 0 and stats["cache_hits"] == len(records)
 
