@@ -5,8 +5,9 @@ The dict uses AI2-THOR's key names and native (Unity) coordinates, so tools writ
 rotation, visible, parentReceptacles, receptacleObjectIds, isOpen, isToggled, isBroken, isSliced,
 isFilledWithLiquid, isDirty, ObjectTemperature, isPickedUp, the capability booleans, ...), ``agent``
 (position, rotation, cameraHorizon), ``inventoryObjects``, ``lastAction``, ``lastActionSuccess``,
-``errorMessage`` and ``sceneName``. Objects that do not exist at the step (slices not yet cut, a
-sliced whole) are left out, as AI2-THOR leaves them out.
+``errorMessage`` and ``sceneName``. Slices not yet cut are left out; a sliced whole stays listed with
+``isSliced`` true and not visible, as AI2-THOR keeps it (ALFRED's ``correct_slice_id`` reads the
+whole's ``isSliced`` after slicing).
 """
 
 from __future__ import annotations
@@ -95,8 +96,9 @@ def step_metadata(ep: Episode, t: int) -> dict[str, Any]:
     pose = ep.steps.pose[t]
     agent_native = ep.frame.to_native(pose[:3])
     held = int(ep.steps.held[t])
-    objects = [_object_dict(ep, state, native, i, held) for i in np.flatnonzero(state["exists"])]
-    for o, i in zip(objects, np.flatnonzero(state["exists"])):
+    listed = np.flatnonzero(state["exists"] | state["sliced"])
+    objects = [_object_dict(ep, state, native, i, held) for i in listed]
+    for o, i in zip(objects, listed):
         o["distance"] = round(float(np.hypot(*(native[i, [0, 2]] - agent_native[[0, 2]]))), 4)
     return {
         "sceneName": ep.scene_id,

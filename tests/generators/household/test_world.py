@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqagen.core import UnknownNameError
+from eqagen.generators.household.metadata import step_metadata
 from eqagen.generators.household.scene import HouseholdScene, SceneObject, make_object_id
 from eqagen.generators.household.world import ACTIONS, HouseholdWorld
 
@@ -125,6 +126,11 @@ def test_slice_needs_a_knife_and_spawns_slices(world):
     assert w.native_id[slices[0]].startswith(w.native_id[potato] + "|PotatoSliced_")
     r = w.step("SliceObject", objectId=oid(w, "Potato"))
     assert not r.success and r.error == "Object ID appears to be invalid."  # the whole is gone
+    md = step_metadata(w.to_episode("ep", "embedded", 0, {}, {}), 2)
+    listed = {o["objectId"]: o for o in md["objects"]}
+    whole = listed[w.native_id[potato]]  # AI2-THOR keeps the sliced whole, flagged, out of sight
+    assert whole["isSliced"] and not whole["visible"]
+    assert all(w.native_id[s] in listed for s in slices)
 
 
 def test_microwave_heats_and_faucet_cleans_and_fills(world):
