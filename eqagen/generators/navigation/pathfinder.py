@@ -15,6 +15,7 @@ islands are infinitely far apart and have no path, as in habitat-sim.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -229,23 +230,28 @@ class GridPathFinder:
             return None
         c = self.corners[ids]
         bound = np.linalg.norm(c - a, axis=1)[:, None] + dist + np.linalg.norm(c - b, axis=1)[None, :]
+        best_j = bound.argmin(axis=1)  # per corner i: the best j still possible, and its bound
+        row_min = bound[np.arange(len(ids)), best_j]
         seen_a: dict[int, bool] = {}
         seen_b: dict[int, bool] = {}
-        walk = self.grid._walk_clear
-        for _ in range(2 * len(ids)):
-            k = int(np.argmin(bound))
-            i, j = divmod(k, len(ids))
-            if not np.isfinite(bound[i, j]):
+        walk, (a0, a1), (b0, b1), cl = self.grid._walk_clear, a.tolist(), b.tolist(), c.tolist()
+        for _ in range(2 * len(ids) + 1):
+            i = int(row_min.argmin())
+            j = int(best_j[i])
+            if not math.isfinite(row_min[i]):
                 return None
             if i not in seen_a:
-                seen_a[i] = walk(float(a[0]), float(a[1]), float(c[i, 0]), float(c[i, 1]))
+                seen_a[i] = walk(a0, a1, cl[i][0], cl[i][1])
             if not seen_a[i]:
-                bound[i, :] = np.inf
+                row_min[i] = np.inf
                 continue
             if j not in seen_b:
-                seen_b[j] = walk(float(c[j, 0]), float(c[j, 1]), float(b[0]), float(b[1]))
-            if not seen_b[j]:
+                seen_b[j] = walk(cl[j][0], cl[j][1], b0, b1)
+            if not seen_b[j]:  # drop column j and re-pick the rows that wanted it
                 bound[:, j] = np.inf
+                rows = np.flatnonzero((best_j == j) & np.isfinite(row_min))
+                best_j[rows] = bound[rows].argmin(axis=1)
+                row_min[rows] = bound[rows, best_j[rows]]
                 continue
             return self._chain(a, b, int(ids[i]), int(ids[j]))
         return None
