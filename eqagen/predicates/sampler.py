@@ -92,19 +92,27 @@ def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
     return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
 
 
-def proxy_differs(view: QueryView, wide: np.ndarray, narrow: np.ndarray) -> np.ndarray:
-    """Whether the answer would differ between cell selections ``wide`` and ``narrow`` (``[c, k]`` rows over
-    the query's cells), previewed on the cells: a different set of entities (counting events: a different
-    number of events) or, for a time-reading query (getState, getLocation), a different value at some
-    entity's last selected cell. A preview only: the exact effectiveness check runs afterwards."""
+def preview(view: QueryView, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """What the answer preview depends on, for ``[c, k]`` cell selections: the count of cells (counting
+    events) or which entities are left, and, for a time-reading query, each entity's last cell."""
     if view.events:
-        return wide.sum(axis=1) != narrow.sum(axis=1)
-    present_w = np.logical_or.reduceat(wide, view.starts, axis=1)
-    differs = (present_w != np.logical_or.reduceat(narrow, view.starts, axis=1)).any(axis=1)
+        return cells.sum(axis=1, keepdims=True), None
+    present = np.logical_or.reduceat(cells, view.starts, axis=1)
     if view.values is None:
+        return present, None
+    return present, np.maximum.reduceat(np.where(cells, view.ar, -1), view.starts, axis=1)
+
+
+def proxy_differs(view: QueryView, wide: np.ndarray, narrow: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:
+    """Whether the answer would differ between cell selections ``wide`` (``[c, k]`` rows over the query's
+    cells) and the narrower one previewed as ``narrow``: a different set of entities (counting events: a
+    different number of events) or, for a time-reading query (getState, getLocation), a different value
+    at some entity's last selected cell. A preview only: the exact effectiveness check runs afterwards."""
+    present_w, last_w = preview(view, wide)
+    present_n, last_n = narrow
+    differs = (present_w != present_n).any(axis=1)
+    if last_w is None:
         return differs
-    last_w = np.maximum.reduceat(np.where(wide, view.ar, -1), view.starts, axis=1)
-    last_n = np.maximum.reduceat(np.where(narrow, view.ar, -1), view.starts, axis=1)
     both = (last_w >= 0) & (last_n >= 0)
     return differs | (both & (view.values[last_w] != view.values[last_n])).any(axis=1)
 
@@ -138,12 +146,12 @@ def effective_candidates(index: EpisodeIndex, view: QueryView, used: list[int], 
     current = rows_used.all(axis=0, keepdims=True)
     rows = view.holds[idx]
     kept = current & rows
-    ok = proxy_differs(view, current, kept)
+    narrow = preview(view, kept)  # computed once, compared with each wider selection
+    ok = proxy_differs(view, current, narrow)
     for others in without_each(rows_used):
-        ok &= proxy_differs(view, others & rows, kept)
-    kept = kept[ok]
-    n_entities = kept.sum(axis=1) if view.events else np.logical_or.reduceat(kept, view.starts, axis=1).sum(axis=1)
-    return idx[ok], kept.sum(axis=1), n_entities
+        ok &= proxy_differs(view, others & rows, narrow)
+    n_entities = narrow[0][ok].sum(axis=1)
+    return idx[ok], kept[ok].sum(axis=1), n_entities
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
