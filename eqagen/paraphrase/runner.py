@@ -38,6 +38,7 @@ from eqagen.paraphrase.tables import records_from_table
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 
 BUDGET_REASON = "budget exhausted before this item was paraphrased"
+SHOT_MEMO_SIZE = 4096
 
 
 @dataclass
@@ -87,6 +88,8 @@ class _LLMRun:
         """A few-shot example: the record with its (validated) offline rewrite as the reference."""
         shot = self._shots.get(id(record))
         if shot is None:
+            if len(self._shots) >= SHOT_MEMO_SIZE:  # bounded: a large pool is mostly drawn once per example
+                self._shots.clear()
             item = derive_facts(record)
             para = offline_paraphrase(record, self.seed, item).paraphrase
             shot = self._shots[id(record)] = Shot(record, item, para.question, para.answer)
@@ -170,7 +173,7 @@ class _LLMRun:
 
 
 async def _run_llm(
-    records: Sequence[QARecord], items: list[ItemFacts], config: ParaphraseConfig, seed: int,
+    records: Sequence[QARecord], config: ParaphraseConfig, seed: int,
     endpoint: Endpoint, examples: Sequence[QARecord] | None,
 ) -> tuple[list[tuple[Paraphrase, str]], dict[str, Any]]:  # fmt: skip
     with ResponseCache(resolve_cache_path(config)) as cache:
@@ -180,7 +183,8 @@ async def _run_llm(
 
         async def worker() -> None:
             for i in order:  # a shared iterator: each index is taken by exactly one worker
-                results[i] = await run.item(records[i], items[i])
+                # Facts are derived here, one item at a time: nothing per item is held beyond its result.
+                results[i] = await run.item(records[i], derive_facts(records[i]))
 
         try:
             n_workers = max(1, min(len(records), 2 * config.concurrency))
@@ -190,8 +194,8 @@ async def _run_llm(
         return [r for r in results if r is not None], run.stats()
 
 
-def _run_offline(records: Sequence[QARecord], items: list[ItemFacts], seed: int) -> list[tuple[Paraphrase, str]]:
-    outcomes = [offline_paraphrase(r, seed, item) for r, item in zip(records, items)]
+def _run_offline(records: Sequence[QARecord], seed: int) -> list[tuple[Paraphrase, str]]:
+    outcomes = [offline_paraphrase(r, seed) for r in records]
     return [(o.paraphrase, o.reason) for o in outcomes]
 
 
@@ -207,12 +211,11 @@ async def aparaphrase_records(
     config = config or ParaphraseConfig()
     recs = records_from_table(records) if isinstance(records, pa.Table) else list(records)
     start = time.perf_counter()
-    items = [derive_facts(r) for r in recs]
     endpoint = resolve_endpoint(config)
     if endpoint is None:
-        results, stats = _run_offline(recs, items, seed), {"mode": "offline", "model": "offline"}
+        results, stats = _run_offline(recs, seed), {"mode": "offline", "model": "offline"}
     else:
-        results, stats = await _run_llm(recs, items, config, seed, endpoint, examples)
+        results, stats = await _run_llm(recs, config, seed, endpoint, examples)
     elapsed = time.perf_counter() - start
     validated = sum(p.validated for p, _ in results)
     stats = {
