@@ -16,6 +16,7 @@ frame. The hot path (one step) is a handful of vectorised numpy calls over the e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,14 @@ APPLIANCE_EFFECTS = {
 # sin and cos of every whole degree: yaw and horizon only take multiples of 15 degrees.
 _SIN_COS = [(float(np.sin(np.deg2rad(a))), float(np.cos(np.deg2rad(a)))) for a in range(360)]
 _DIRS = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]])  # (dx, dz) cells for yaw 0, 90, 180, 270
+
+
+@lru_cache(maxsize=256)
+def _camera_basis(yaw: float, horizon: float) -> np.ndarray:
+    """``[3, 3]``: native offsets (dx, dy, dz) to camera coordinates (right, down, depth)."""
+    sy, cy = _SIN_COS[int(yaw) % 360]
+    sh, ch = _SIN_COS[int(horizon) % 360]
+    return np.array([[cy, -sy * sh, sy * ch], [0.0, -ch, -sh], [-sy, -cy * sh, cy * ch]])
 
 
 def slot_offset(k: int, capacity: int, radius: float, salt: int) -> np.ndarray:
@@ -270,26 +279,20 @@ class HouseholdWorld:
         """
         x, z = self.grid.xz[self.cell]
         d = self.pos - (x, self.agent_y + CAMERA_HEIGHT, z)
-        dx, dy, dz = d[:, 0], d[:, 1], d[:, 2]
         # AI2-THOR measures visibilityDistance from the agent's central vertical axis, not from the camera
         # (docs: concepts, "Proximity"), so height does not count: low objects right in front are in reach.
-        self.eff_dist = np.sqrt(dx * dx + dz * dz) - self.radius
-        # AI2-THOR tests visibility points spread over the whole object, and a floor-standing object (a
-        # floor lamp, a toilet) has its origin at its base: test its bounding sphere around its middle.
+        self.eff_dist = np.hypot(d[:, 0], d[:, 2]) - self.radius
         if self._hidden_stale:  # objects only move (other than in the hand) through object actions
+            # AI2-THOR tests visibility points spread over the whole object, and a floor-standing object (a
+            # floor lamp, a toilet) has its origin at its base: test its bounding sphere around its middle.
             self._lift = np.where(self.pos[:, 1] <= self.scene.floor_y + 0.1, 1.25 * self.radius, 0.0)
-        dy = dy + self._lift
-        sy, cy = _SIN_COS[int(self.yaw) % 360]
-        sh, ch = _SIN_COS[int(self.horizon) % 360]
-        fwd = dx * sy + dz * cy
-        right = dx * cy - dz * sy
-        depth = fwd * ch - dy * sh
-        down = -dy * ch - fwd * sh
-        self.in_view = np.maximum(np.abs(right), np.abs(down)) - depth <= self._view_slack
-        if self._hidden_stale:
             self.hidden = self._hidden_mask()
+            self._present = self.flags["exists"] & ~self.hidden
             self._hidden_stale = False
-        vis = self.flags["exists"] & self.in_view & ~self.hidden & (self.eff_dist <= VISIBILITY_DISTANCE)
+        d[:, 1] += self._lift
+        cam = d @ _camera_basis(self.yaw, self.horizon)  # columns: right, down, depth
+        self.in_view = np.abs(cam[:, :2]).max(axis=1) - cam[:, 2] <= self._view_slack
+        vis = self._present & self.in_view & (self.eff_dist <= VISIBILITY_DISTANCE)
         if self.held >= 0:
             vis[self.held] = True
         self.visible = vis
