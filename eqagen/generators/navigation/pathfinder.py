@@ -148,28 +148,33 @@ class GridPathFinder:
         return sp.geodesic_distance
 
     def geodesic_distances(self, points: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        """Geodesic distance from each of ``points`` (native, navigable) to ``goal``, in one batch:
-        straight where the goal is in sight, else through the corner graph; inf across islands."""
+        """Geodesic distance from each of ``points`` (native, navigable) to ``goal``: straight where
+        the goal is in sight, else through the corner graph; inf across islands. The goal's side is
+        worked out once; each point then checks corners in order of the distance they would give, and
+        the first one in sight gives the exact value."""
         g = self.grid
         cells, b = g.to_cell(np.asarray(points, dtype=np.float64)), g.to_cell(self.snap_point(goal))
         island = int(g.island_at(b))
         out = np.full(len(cells), np.inf)
-        same = np.flatnonzero(g.island_at(cells) == island)
-        if len(same) == 0:
-            return out
-        p = cells[same]
-        direct = g.segments_clear(p, np.broadcast_to(b, p.shape))
-        best = np.where(direct, np.linalg.norm(p - b, axis=1), np.inf)
-        ids = self._island_corners(island)
-        c = self.corners[ids]
-        to_b = np.where(g.segments_clear(np.broadcast_to(b, c.shape), c), np.linalg.norm(c - b, axis=1), np.inf)
-        via = (self.corner_dist[np.ix_(ids, ids)] + to_b[None, :]).min(axis=1) if len(ids) else to_b
-        pi, ci = np.repeat(np.arange(len(p)), len(c)), np.tile(np.arange(len(c)), len(p))
-        seen = g.segments_clear(p[pi], c[ci]).reshape(len(p), len(c))
-        dist = np.linalg.norm(p[:, None, :] - c[None, :, :], axis=-1) + via[None, :]
-        best = np.minimum(best, np.where(seen, dist, np.inf).min(axis=1, initial=np.inf))
-        out[same] = best * g.meters_per_pixel
-        return out
+        ids, dist = self._island_corner_graph(island) if island >= 0 else (np.zeros(0, int), None)
+        walk, (b0, b1) = g._walk_clear, b.tolist()
+        cl = self.corners[ids].tolist()
+        to_b = np.array([math.hypot(c0 - b0, c1 - b1) if walk(c0, c1, b0, b1) else np.inf for c0, c1 in cl])
+        via = (dist + to_b[None, :]).min(axis=1) if len(ids) else to_b  # corner i -> goal
+        for n, (p0, p1) in enumerate(cells.tolist()):
+            if int(g.island_at(cells[n])) != island:
+                continue
+            if walk(p0, p1, b0, b1):
+                out[n] = math.hypot(p0 - b0, p1 - b1)
+                continue
+            total = np.hypot(self.corners[ids, 0] - p0, self.corners[ids, 1] - p1) + via
+            for i in np.argsort(total):
+                if not np.isfinite(total[i]):
+                    break
+                if walk(p0, p1, cl[i][0], cl[i][1]):
+                    out[n] = total[i]
+                    break
+        return out * g.meters_per_pixel
 
     # --- internals ---------------------------------------------------------------------------------
     def _island_cells(self, island_index: int) -> np.ndarray:
