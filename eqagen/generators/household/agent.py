@@ -139,31 +139,44 @@ class _Map:
         self.xz = self.ij * GRID_SIZE
         self.cfg = cfg
         self.blocked = np.zeros(len(self.ij), dtype=bool)
-        self.pending = np.flatnonzero(np.arange(len(self.ij)) >= self.n_real)  # obstacles not yet seen
+        self.pending = np.arange(len(self.ij)) >= self.n_real  # obstacle cells not yet seen
+        self.n_pending = int(self.pending.sum())
+        self._views = cache.setdefault("agent_views", {})
         # Misses come in patches (a low table, a dark corner), not single cells, so paths cross them.
         self.misses = (rng.random(int(block.max()) + 1) < cfg.phantom_free)[block]
         self.version = 0
         self._build_graph()
 
-    def observe(self, x: float, z: float, yaw: float, horizon: float, eye: float) -> None:
+    def observe(self, cell: int, yaw: float, horizon: float, eye: float) -> None:
         """Map the obstacle cells now in view (floor visible from ``near`` metres, up to the range)."""
-        if len(self.pending) == 0:
+        if not self.n_pending:
             return
-        c = self.xz[self.pending] - (x, z)
+        cells = self._cells_in_view(cell, yaw, horizon, eye)
+        newly = cells[self.pending[cells]]
+        if len(newly) == 0:
+            return
+        self.pending[newly] = False
+        self.n_pending -= len(newly)
+        mapped = newly[~self.misses[newly]]
+        if len(mapped):
+            self.blocked[mapped] = True
+            self._build_graph()
+
+    def _cells_in_view(self, cell: int, yaw: float, horizon: float, eye: float) -> np.ndarray:
+        """The non-reachable cells the camera sees from a pose: pure geometry, cached per scene and pose."""
+        key = (cell, yaw, horizon, round(eye, 3), self.cfg.obstacle_range)
+        hit = self._views.get(key)
+        if hit is not None:
+            return hit
+        c = self.xz[self.n_real :] - self.xz[cell]
         sy, cy = _SIN_COS[int(yaw) % 360]
         fwd = c[:, 0] * sy + c[:, 1] * cy
         right = c[:, 0] * cy - c[:, 1] * sy
         lowest = min(horizon + 45.0, 89.0)
         near = eye / np.tan(np.deg2rad(lowest)) if lowest > 0 else np.inf
         seen = (np.abs(right) <= fwd) & (fwd >= near - GRID_SIZE / 2) & (fwd <= self.cfg.obstacle_range)
-        if not seen.any():
-            return
-        newly = self.pending[seen]
-        self.pending = self.pending[~seen]
-        mapped = newly[~self.misses[newly]]
-        if len(mapped):
-            self.blocked[mapped] = True
-            self._build_graph()
+        self._views[key] = out = np.flatnonzero(seen) + self.n_real
+        return out
 
     def _build_graph(self) -> None:
         """Edges into or out of a blocked cell get a prohibitive weight (cheaper than rebuilding the graph)."""
@@ -178,7 +191,8 @@ class _Map:
 
     def block(self, k: int) -> None:
         self.blocked[k] = True
-        self.pending = self.pending[self.pending != k]
+        self.n_pending -= int(self.pending[k])
+        self.pending[k] = False
         self._build_graph()
 
     def distances_from(self, cells: list[int] | int) -> np.ndarray:
@@ -274,8 +288,7 @@ class FilmAgent:
         if self._last_pose == (w.cell, w.yaw, w.horizon):
             return
         self._last_pose = (w.cell, w.yaw, w.horizon)
-        x, z = w.agent_xz
-        self.map.observe(x, z, w.yaw, w.horizon, w.agent_y + CAMERA_HEIGHT - w.scene.floor_y)
+        self.map.observe(w.cell, w.yaw, w.horizon, w.agent_y + CAMERA_HEIGHT - w.scene.floor_y)
 
     # ------------------------------------------------------------------ behaviours
     def _episode(self) -> Behaviour:
