@@ -453,9 +453,10 @@ class FilmAgent:
         if not goals:
             return False
         dist, version = self.map.distances_from(goals), self.map.version
+        is_goal = set(goals)
         for _ in range(60):
             here = self._current_node()
-            if here in goals:
+            if here in is_goal:
                 return True
             if version != self.map.version:  # the map learned an obstacle: replan
                 dist, version = self.map.distances_from(goals), self.map.version
