@@ -236,13 +236,45 @@ def _scan(kind: str, text: str) -> tuple[str, ...]:
     return tuple(table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm))
 
 
-@lru_cache(maxsize=4096)
-def _type_pattern(extra_types: frozenset[str]) -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+def _form_owners(type_names: object) -> dict[str, frozenset[str]]:
     owners: dict[str, set[str]] = {}
-    for type_name in set(TYPE_SYNONYMS) | set(extra_types):
+    for type_name in type_names:  # type: ignore[attr-defined]
         for form in type_forms(type_name):
             owners.setdefault(form, set()).add(type_name.split("#")[0])
-    return _alternation(list(owners)), {f: frozenset(t) for f, t in owners.items()}
+    return {f: frozenset(t) for f, t in owners.items()}
+
+
+@cache
+def _vocabulary_types() -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+    """The curated type vocabulary: one pattern, compiled once."""
+    owners = _form_owners(sorted(TYPE_SYNONYMS))
+    return _alternation(list(owners)), owners
+
+
+@lru_cache(maxsize=1 << 14)
+def _item_type(type_name: str) -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+    """One type the vocabulary lacks (a navigation or blockworld name): its own small pattern."""
+    owners = _form_owners([type_name])
+    return _alternation(list(owners)), owners
+
+
+@lru_cache(maxsize=1 << 16)
+def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, frozenset[str]], ...]:
+    """(start, owners) of every type mention, longest first and non-overlapping, across the vocabulary
+    and the item's own types (the same span named by both owns both)."""
+    norm = normalize_text(text)
+    spans: dict[tuple[int, int], frozenset[str]] = {}
+    extra = sorted({t.split("#")[0] for t in extra_types} - set(TYPE_SYNONYMS))
+    for pattern, owners in [_vocabulary_types(), *(_item_type(t) for t in extra)]:
+        for m in pattern.finditer(norm):
+            key = (m.start(), m.end())
+            spans[key] = spans.get(key, frozenset()) | owners[m.group(0).replace("-", " ")]
+    out, taken_until = [], -1
+    for (start, end), owners in sorted(spans.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        if start >= taken_until:
+            out.append((start, owners))
+            taken_until = end
+    return tuple(out)
 
 
 def scan_spans(kind: str, text: str) -> list[tuple[int, int, str]]:
@@ -253,19 +285,12 @@ def scan_spans(kind: str, text: str) -> list[tuple[int, int, str]]:
 
 def type_spans(text: str, extra_types: frozenset[str] = frozenset()) -> list[tuple[int, frozenset[str]]]:
     """(start, types that form can name) of every object-type mention in the normalised ``text``."""
-    pattern, owners = _type_pattern(extra_types)
-    return [(m.start(), owners[m.group(0).replace("-", " ")]) for m in pattern.finditer(normalize_text(text))]
+    return list(_type_matches(text, extra_types))
 
 
 def scan_types(text: str, extra_types: frozenset[str] = frozenset()) -> list[frozenset[str]]:
     """For every object-type mention in ``text``, the set of types that form can name."""
-    return list(_scan_types(text, extra_types))
-
-
-@lru_cache(maxsize=1 << 16)
-def _scan_types(text: str, extra_types: frozenset[str]) -> tuple[frozenset[str], ...]:
-    pattern, owners = _type_pattern(extra_types)
-    return tuple(owners[m.group(0).replace("-", " ")] for m in pattern.finditer(normalize_text(text)))
+    return [owners for _, owners in _type_matches(text, extra_types)]
 
 
 _NUMERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])|(?<![\w.])-?\.\d+(?![\w])")
