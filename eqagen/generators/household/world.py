@@ -328,10 +328,8 @@ class HouseholdWorld:
         """
         target = self._index_of(objectId)
         recep = self._index_of(receptacleObjectId)
-        if action == "PutObject" and recep < 0:
-            target, recep = self.held, target
-        if action == "PutObject" and objectId is None and receptacleObjectId is None:
-            recep = -2  # no receptacle named at all
+        if action == "PutObject" and receptacleObjectId is None:  # the newer form: objectId is the receptacle
+            target, recep = self.held, (target if objectId is not None else -2)
         return self.act(action, target, recep, kwargs)
 
     def _index_of(self, object_id: str | None) -> int:

@@ -111,6 +111,9 @@ def test_interaction_preconditions_and_messages(world):
     assert_unchanged(before, w)
     r = w.step("PutObject", objectId=oid(w, "Mug"))  # a Mug cannot hold an apple (ALFRED's table)
     assert not r.success and "cannot be placed" in r.error
+    for kwargs in ({"objectId": oid(w, "Apple"), "receptacleObjectId": "Nothing|+00.00|+00.00|+00.00"}, {}):
+        r = w.step("PutObject", **kwargs)
+        assert not r.success and r.error == "Object ID appears to be invalid."
 
 
 def test_slice_needs_a_knife_and_spawns_slices(world):
