@@ -138,20 +138,21 @@ def split_rooms(rng: np.random.Generator, h: int, w: int, n_rooms: int) -> list[
 
 
 def name_rooms(rng: np.random.Generator, rooms: list[Room]) -> None:
-    """HM3D region categories by size and shape: largest first gets the living room, then kitchen..."""
+    """HM3D region categories by size and shape: the largest room is the living room, narrow ones
+    hallways (at most a third of the rooms, never one of the first four), the others kitchen, bedroom,
+    bathroom, then a shuffled mix; so every house has a living room, kitchen, bedroom and bathroom."""
     order = sorted(range(len(rooms)), key=lambda i: -(rooms[i].size[0] * rooms[i].size[1]))
-    wanted = ["living room", "kitchen", "bedroom", "bathroom"]
     extra = ["bedroom", "dining room", "office", "bedroom", "laundry room", "closet", "bathroom"]
-    wanted += [str(c) for c in rng.permutation(extra)]
-    for rank, i in enumerate(order):
+    wanted = iter(["kitchen", "bedroom", "bathroom"] + [str(c) for c in rng.permutation(extra)])
+    hallways_left = min(len(rooms) - 4, len(rooms) // 3)
+    rooms[order[0]].category = "living room"
+    for i in order[1:]:
         rows, cols = rooms[i].size
         narrow = min(rows, cols) <= 32 and max(rows, cols) >= 2.5 * min(rows, cols)
-        rooms[i].category = "hallway" if narrow and rank > 0 else wanted[rank]
-    bathrooms = [i for i in order if rooms[i].category == "bathroom"]
-    if not bathrooms:  # every house has a bathroom: the smallest non-hallway room
-        small = [i for i in order[::-1] if rooms[i].category not in ("hallway", "living room")]
-        if small:
-            rooms[small[0]].category = "bathroom"
+        if narrow and hallways_left > 0:
+            rooms[i].category, hallways_left = "hallway", hallways_left - 1
+        else:
+            rooms[i].category = next(wanted)
 
 
 def shared_wall(a: Room, b: Room) -> tuple[str, int, int, int] | None:

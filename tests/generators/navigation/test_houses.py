@@ -36,7 +36,7 @@ def test_house_invariants(index):
     grid = house.grid
     islands = np.bincount(grid.islands[grid.islands >= 0])
     assert islands.max() >= 0.9 * grid.navigable.sum()  # essentially one connected floor
-    assert {r.category for r in house.regions} >= {"bathroom"}
+    assert {r.category for r in house.regions} >= {"living room", "kitchen", "bedroom", "bathroom"}
     for obj in house.objects:
         x0, _, z0, x1, _, z1 = obj.box
         region = house.regions[obj.region].box
