@@ -35,8 +35,7 @@ from eqagen.generators.navigation.episodes import build_episode
 from eqagen.generators.navigation.grid import NavGrid
 from eqagen.generators.navigation.pathfinder import ShortestPath
 from eqagen.generators.navigation.policies import Policy, PolicyStats, sample_route
-from eqagen.generators.navigation.readers import read_boxes_csv, read_semantic_txt
-from eqagen.generators.navigation.scene import NavScene, SceneObject, SceneRegion
+from eqagen.generators.navigation.readers import semantic_scene
 
 STEP_MATCH = 1e-4  # metres: a straight move is clear when try_step_no_sliding ends this close to its end
 
@@ -163,25 +162,6 @@ def topdown_grid(pathfinder: Any, meters_per_pixel: float) -> NavGrid:
     return NavGrid(view, meters_per_pixel, (float(lower[0]), float(lower[2])), height)
 
 
-def semantic_scene(entry: dict[str, Any], grid: NavGrid, pf: HabitatPathFinder) -> NavScene:
-    records = read_semantic_txt(entry["semantic"]) if entry.get("semantic") else []
-    boxes = read_boxes_csv(entry["boxes"]) if entry.get("boxes") else {}
-    placed = [r for r in records if r.object_id in boxes]
-    regions_ids = sorted({r.region_id for r in placed if r.region_id >= 0})
-    index = {rid: i for i, rid in enumerate(regions_ids)}
-    objects = [SceneObject(r.object_id, r.category, index.get(r.region_id, -1), boxes[r.object_id]) for r in placed]  # type: ignore[arg-type]
-    regions = []
-    for rid in regions_ids:
-        b = np.asarray([boxes[r.object_id] for r in placed if r.region_id == rid])
-        box = tuple(float(v) for v in np.concatenate([b[:, :3].min(axis=0), b[:, 3:].max(axis=0)]))
-        regions.append(SceneRegion(f"region_{rid}", "unknown", box))  # type: ignore[arg-type]
-    region_map = np.full(grid.shape, -1, dtype=np.int32)
-    scene = NavScene(str(entry["scene_id"]), grid, objects, regions, region_map, np.ones(grid.shape, dtype=bool))
-    scene.source = "habitat-sim"
-    scene._pathfinder = pf
-    return scene
-
-
 @lru_cache(maxsize=4)
 def _loaded(
     scene_id: str, scene: str, navmesh: str | None, step: float, turn: float, mpp: float, extra: tuple
@@ -189,8 +169,12 @@ def _loaded(
     hs = import_habitat_sim()
     sim = make_simulator(hs, scene, navmesh, step, turn)
     pf = HabitatPathFinder(hs, sim.pathfinder)
-    entry = dict(extra) | {"scene_id": scene_id}
-    return hs, sim, semantic_scene(entry, topdown_grid(sim.pathfinder, mpp), pf)
+    files = dict(extra)
+    scene_record = semantic_scene(
+        scene_id, topdown_grid(sim.pathfinder, mpp), files.get("semantic"), files.get("boxes"), source="habitat-sim"
+    )
+    scene_record._pathfinder = pf
+    return hs, sim, scene_record
 
 
 @register_backend("navigation", "habitat-sim")

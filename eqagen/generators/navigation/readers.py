@@ -163,10 +163,17 @@ def load_hm3d_scene(
     origin: tuple[float, float] = (0.0, 0.0),
     floor_y: float = 0.0,
 ) -> NavScene:
-    """A scene from HM3D files. Objects need both the semantic file and boxes; a region's box is the
-    union of its objects' boxes and its category is unknown (HM3D's files do not name regions). The
-    map has no walls, so nothing blocks sight."""
+    """A scene from HM3D files (see :func:`semantic_scene`)."""
     grid = read_topdown_map(topdown_binary, topdown_islands, meters_per_pixel, tuple(origin), floor_y)  # type: ignore[arg-type]
+    return semantic_scene(scene_id, grid, semantic, boxes, source="hm3d-files")
+
+
+def semantic_scene(
+    scene_id: str, grid: NavGrid, semantic: str | Path | None, boxes: str | Path | None, source: str
+) -> NavScene:
+    """Objects need both the semantic file and boxes; a region's box is the union of its objects'
+    boxes and its category is unknown (HM3D's files do not name regions). A top-down map has no
+    walls, so nothing blocks sight."""
     records = read_semantic_txt(semantic) if semantic else []
     box_of = read_boxes_csv(boxes) if boxes else {}
     placed = [r for r in records if r.object_id in box_of]
@@ -181,7 +188,7 @@ def load_hm3d_scene(
         for rid in region_ids
     ]
     region_map = _rasterise_regions(grid, regions)
-    return NavScene(scene_id, grid, objects, regions, region_map, np.ones(grid.shape, dtype=bool), source="hm3d-files")
+    return NavScene(scene_id, grid, objects, regions, region_map, np.ones(grid.shape, dtype=bool), source=source)
 
 
 def _union(boxes: list[tuple[float, ...]]) -> tuple[float, float, float, float, float, float]:
