@@ -1,12 +1,14 @@
 """The fact validator: a paraphrase must keep every essential fact of its item and add none.
 
 Facts are derived from the item's structured answer and program: numbers (answer counts, numbers in
-filters), coordinates (anchors and result positions), object types (with synonyms), colors, states,
-temporal relations, event ordinals and yes/no. A fact is *essential on a side* (question or answer) when
-the template text of that side states it; the paraphrase of that side must state it too. A paraphrase
-may also not mention a number, color, state, relation, ordinal, polarity or known object type that the
-item does not have: that is how a changed fact ("open" -> "closed", "3" -> "4") is caught even when the
-original word survives elsewhere.
+filters), coordinates (anchors and result positions), object types (with synonyms), colors, materials,
+utility and other open phrases (by their content words), states, temporal relations, event ordinals and
+yes/no. A fact is *essential on a side* (question or answer) when the template text of that side states
+it; the paraphrase of that side must state it too. A paraphrase may also not mention a number, color,
+material, state, relation, ordinal, negation or known object type that its side of the item does not
+have: that is how a changed fact ("open" -> "closed", "3" -> "4") is caught even when the original word
+survives elsewhere. Temporal relations are bound to the objects of their clause, so swapping which event
+comes before and which after is caught too.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class Fact:
     """One fact of an item. ``value`` is a canonical id, a number, a coordinate triple or (for object
     types) the set of types a mention may name."""
 
-    kind: str  # number, coordinate, type, color, state, temporal, ordinal, polarity
+    kind: str  # one of KINDS
     label: str  # how a reason names it
     value: object
     origin: str  # program, answer (the structure) or text (only the template text states it)
