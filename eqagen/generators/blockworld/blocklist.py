@@ -15,6 +15,8 @@ from eqagen.core import DataFileError
 from eqagen.generators.blockworld.palette import Palette, canonical_state, quoted_state
 from eqagen.generators.blockworld.world import BIOMES, BlockWorld
 
+# Largest world a file may describe (voxels): a damaged size or coordinate must not allocate gigabytes.
+MAX_VOXELS = 2**28
 _FIX = "each line after the first must be 'x y z minecraft:block[key=value,...]' with integer x, y, z >= 0"
 
 
@@ -42,7 +44,10 @@ def _parse_lines(path: Path, lines: list[str]) -> tuple[np.ndarray, list[str]]:
         if len(parts) != 4:
             raise DataFileError(path, f"line {i + 2}", f"expected 4 fields, found {len(parts)}: {line[:60]!r}", _FIX)
         try:
-            coords[i] = [int(v) for v in parts[:3]]
+            xyz = [int(v) for v in parts[:3]]
+            if max(abs(v) for v in xyz) >= 2**31:
+                raise ValueError(f"coordinate {xyz} out of range")
+            coords[i] = xyz
             raw = parts[3]
             if raw not in seen:
                 seen[raw] = canonical_state(raw)
@@ -67,6 +72,10 @@ def read_block_list(path: str | Path, biome: str | None = None) -> BlockWorld:
         bad = int(np.flatnonzero((coords < 0).any(axis=1))[0])
         raise DataFileError(path, f"line {bad + 2}", f"negative coordinate {coords[bad].tolist()}", _FIX)
     shape = np.maximum(np.asarray(header), coords.max(axis=0) + 1 if coords.size else 0)
+    if np.prod(shape.astype(np.float64)) > MAX_VOXELS:
+        where = "line 1 (size)" if np.prod(np.asarray(header, np.float64)) > MAX_VOXELS else "coordinates"
+        where = where if where.startswith("line 1") else f"line {int(np.argmax(coords.max(axis=1))) + 2}"
+        raise DataFileError(path, where, f"a world of {shape.tolist()} blocks exceeds {MAX_VOXELS} voxels", _FIX)
     palette = Palette()
     ids = np.array([palette.id(s) for s in states], dtype=np.uint16)
     blocks = np.zeros(tuple(int(v) for v in shape), dtype=np.uint16)

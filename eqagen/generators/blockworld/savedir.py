@@ -17,7 +17,9 @@ import numpy as np
 from nbtlib import tag
 
 from eqagen.core import DataFileError
+from eqagen.core.errors import malformed_file
 from eqagen.generators.blockworld import anvil
+from eqagen.generators.blockworld.blocklist import MAX_VOXELS
 from eqagen.generators.blockworld.palette import Palette, format_state, parse_state
 from eqagen.generators.blockworld.world import BlockWorld, Chest, Mob, Structure
 
@@ -285,15 +287,16 @@ def _read_sections(path: Path, chunks: dict, palette: Palette) -> tuple[dict, li
     """Sections keyed (cx, cy, cz), and the block-entity and entity tags of these chunks."""
     sections, block_entities, entities = {}, [], []
     for (lx, lz), chunk in chunks.items():
-        body, secs, bents, ents = _chunk_payload(chunk)
-        try:
-            cx, cz = int(body["xPos"]), int(body["zPos"])
-        except KeyError:
-            raise DataFileError(path, f"chunk ({lx}, {lz}).xPos", "missing", "the chunk is corrupt") from None
-        for j, sec in enumerate(secs):
-            got = _section_ids(path, f"chunk ({lx}, {lz}).sections[{j}]", sec, palette)
-            if got is not None:
-                sections[(cx, got[0], cz)] = got[1]
+        with malformed_file(path, f"chunk ({lx}, {lz})", "the chunk is corrupt"):
+            body, secs, bents, ents = _chunk_payload(chunk)
+            try:
+                cx, cz = int(body["xPos"]), int(body["zPos"])
+            except KeyError:
+                raise DataFileError(path, f"chunk ({lx}, {lz}).xPos", "missing", "the chunk is corrupt") from None
+            for j, sec in enumerate(secs):
+                got = _section_ids(path, f"chunk ({lx}, {lz}).sections[{j}]", sec, palette)
+                if got is not None:
+                    sections[(cx, got[0], cz)] = got[1]
         block_entities += [(path, b) for b in bents]
         entities += [(path, e) for e in ents]
     return sections, block_entities, entities
@@ -357,7 +360,7 @@ def _load_level(path: Path) -> dict:
         root = nbtlib.load(path)
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "level.dat must be gzipped NBT") from None
-    if "Data" not in root:
+    if not isinstance(root.get("Data"), dict):
         raise DataFileError(path, "Data", "missing", "level.dat's root must hold a Data compound")
     return root["Data"]
 
@@ -371,6 +374,7 @@ def chunks_to_world(
     entity_regions: list[tuple[Path, dict]],
     level: dict,
     name: str,
+    level_path: Path | None = None,
 ) -> BlockWorld:
     palette = Palette()
     sections, bents, ents = {}, [], []
@@ -380,18 +384,29 @@ def chunks_to_world(
         bents += b
         ents += e
     for path, chunks in entity_regions:
-        for chunk in chunks.values():
-            ents += [(path, e) for e in chunk.get("Entities", [])]
+        with malformed_file(path, "Entities", "the entity chunk is corrupt"):
+            for chunk in chunks.values():
+                ents += [(path, e) for e in chunk.get("Entities", [])]
+    level_file = level_path or "level.dat"
     ours = level.get("eqagen")
     if ours is not None:
-        origin, shape = tuple(int(v) for v in ours["origin"]), tuple(int(v) for v in ours["shape"])
+        with malformed_file(level_file, "Data.eqagen", "rewrite the save with eqagen"):
+            origin, shape = tuple(int(v) for v in ours["origin"]), tuple(int(v) for v in ours["shape"])
     elif sections:
         origin, shape = _extent_of(sections)
     else:
         origin, shape = (0, 0, 0), (0, 0, 0)
+    _check_extent(shape, level_file if ours is not None else block_regions[0][0] if block_regions else name)
     blocks = _assemble(sections, origin, shape)
-    mobs = [_mob_from_tag(p, e, origin) for p, e in ents]
-    chests = [c for _, e in bents if (c := _chest_from_tag(e, origin, blocks, palette)) is not None]
+    mobs = []
+    for p, e in ents:
+        with malformed_file(p, "Entities[]", "every entity needs id and Pos"):
+            mobs.append(_mob_from_tag(p, e, origin))
+    chests = []
+    for p, e in bents:
+        with malformed_file(p, "block_entities[]", "a chest needs x, y, z and Items"):
+            chests.append(_chest_from_tag(e, origin, blocks, palette))
+    chests = [c for c in chests if c is not None]
     world = BlockWorld(
         scene_id=name,
         biome="",
@@ -403,12 +418,23 @@ def chunks_to_world(
         meta={"source": "world-file"},
     )  # type: ignore[arg-type]
     if ours is not None:
-        world.scene_id, world.biome = str(ours["scene_id"]), str(ours["biome"])
-        world.spawn = tuple(float(v) for v in ours["spawn"])  # type: ignore[assignment]
-        world.structures = [_structure_from_json(str(s["json"])) for s in ours["structures"]]
-        world.meta = json.loads(str(ours["meta"]))
-    world.sort_objects()
+        with malformed_file(level_file, "Data.eqagen", "rewrite the save with eqagen"):
+            world.scene_id, world.biome = str(ours["scene_id"]), str(ours["biome"])
+            world.spawn = tuple(float(v) for v in ours["spawn"])  # type: ignore[assignment]
+            world.structures = [_structure_from_json(str(s["json"])) for s in ours["structures"]]
+            world.meta = json.loads(str(ours["meta"]))
+    with malformed_file(level_file if ours is not None else name, "objects", "mobs and chests need positions"):
+        world.sort_objects()
     return world
+
+
+def _check_extent(shape: tuple[int, ...], source: object) -> None:
+    """A damaged extent (level.dat's shape, a chunk's position) must not allocate gigabytes."""
+    if len(shape) != 3 or min(shape) < 0 or float(np.prod(np.asarray(shape, np.float64))) > MAX_VOXELS:
+        raise DataFileError(
+            source, "extent", f"a world of {list(shape)} blocks (more than {MAX_VOXELS} voxels or negative)",
+            "the save is corrupt: check level.dat's Data.eqagen.shape and the chunks' xPos/zPos",
+        )  # fmt: skip
 
 
 def _structure_from_json(text: str) -> Structure:
@@ -427,9 +453,8 @@ def read_save(directory: str | Path) -> BlockWorld:
     for p in regions:
         anvil.region_coords(p)
     level = _load_level(d / "level.dat")
-    return chunks_to_world(
-        _region_chunks(regions), _region_chunks(sorted((d / "entities").glob("r.*.*.mca"))), level, d.name
-    )
+    entity_regions = _region_chunks(sorted((d / "entities").glob("r.*.*.mca")))
+    return chunks_to_world(_region_chunks(regions), entity_regions, level, d.name, level_path=d / "level.dat")
 
 
 def read_region_file(path: str | Path) -> BlockWorld:

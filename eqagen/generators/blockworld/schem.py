@@ -17,6 +17,7 @@ import numpy as np
 from nbtlib import tag
 
 from eqagen.core import DataFileError
+from eqagen.core.errors import malformed_file
 from eqagen.generators.blockworld.anvil import DATA_VERSION
 from eqagen.generators.blockworld.palette import Palette, canonical_state, parse_state
 from eqagen.generators.blockworld.world import BlockWorld, Chest, Mob, Structure
@@ -149,27 +150,32 @@ def read_schem(path: str | Path) -> BlockWorld:
         root = nbtlib.load(path)
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "a .schem file is gzipped NBT") from None
-    body = root.get("Schematic", root)
-    try:
-        sx, sy, sz = int(body["Width"]), int(body["Height"]), int(body["Length"])
-    except KeyError as err:
-        raise DataFileError(
-            path, str(err.args[0]), "missing", "a Sponge schematic needs Width, Height, Length"
-        ) from None
-    blocks_body = body.get("Blocks", body)
+    with malformed_file(path, "Schematic", "a .schem file is a Sponge schematic (gzipped NBT)"):
+        body = root.get("Schematic", root)
+        try:
+            sx, sy, sz = int(body["Width"]), int(body["Height"]), int(body["Length"])
+        except KeyError as err:
+            raise DataFileError(
+                path, str(err.args[0]), "missing", "a Sponge schematic needs Width, Height, Length"
+            ) from None
+        blocks_body = body.get("Blocks", body)
     palette = Palette()
-    blocks = _blocks_from(path, blocks_body, sx, sy, sz, palette)
+    with malformed_file(path, "Palette/BlockData", "the schematic is corrupt"):
+        blocks = _blocks_from(path, blocks_body, sx, sy, sz, palette)
     world = BlockWorld(scene_id=path.stem, biome="", blocks=blocks, palette=palette, meta={"source": "schematic"})
-    world.chests = [
-        _chest(e, blocks, palette)
-        for e in blocks_body.get("BlockEntities", [])
-        if str(e.get("Id", "")).endswith("chest")
-    ]
-    world.mobs = [_mob(path, e) for e in body.get("Entities", [])]
-    meta = body.get("Metadata", {}).get("eqagen")
-    if meta is not None:
-        _apply_meta(world, json.loads(str(meta)))
-    world.sort_objects()
+    with malformed_file(path, "BlockEntities", "a chest needs Pos inside the schematic and Items"):
+        world.chests = [
+            _chest(e, blocks, palette)
+            for e in blocks_body.get("BlockEntities", [])
+            if str(e.get("Id", "")).endswith("chest")
+        ]
+    with malformed_file(path, "Entities", "every entity needs Id and Pos"):
+        world.mobs = [_mob(path, e) for e in body.get("Entities", [])]
+    with malformed_file(path, "Metadata.eqagen", "rewrite the schematic with eqagen"):
+        meta = body.get("Metadata", {}).get("eqagen")
+        if meta is not None:
+            _apply_meta(world, json.loads(str(meta)))
+        world.sort_objects()
     return world
 
 
