@@ -10,9 +10,10 @@ deterministic request with its own cache entry.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -176,7 +177,6 @@ def with_retry(messages: list[Message], reply: str, reasons: Sequence[str]) -> l
 
 # ---- tolerant parsing ------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _LABELLED = re.compile(r"question\W*:\s*(?P<q>.+?)\s*(?:\n|\s)answer\W*:\s*(?P<a>.+)", re.I | re.S)
 
 
@@ -184,27 +184,17 @@ class ReplyFormatError(ValueError):
     """The model's reply holds no question and answer."""
 
 
-def _json_objects(text: str) -> list[str]:
-    """Balanced ``{...}`` spans of ``text``, outermost first."""
-    spans, depth, start, in_str, escaped = [], 0, -1, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
+def _json_objects(text: str, limit: int = 64) -> list[object]:
+    """Every JSON object that starts at a ``{`` of ``text`` (the first ``limit`` of them). Decoding from
+    each brace, rather than matching braces, is not fooled by quotes or braces in the prose around."""
+    decoder = json.JSONDecoder()
+    found = []
+    for match in itertools.islice(re.finditer(r"\{", text), limit):
+        try:
+            found.append(decoder.raw_decode(text, match.start())[0])
+        except json.JSONDecodeError:
             continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            depth, start = depth + 1, (i if depth == 0 else start)
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : i + 1])
-    return spans
+    return found
 
 
 def _from_mapping(data: object) -> tuple[str, str] | None:
@@ -220,14 +210,8 @@ def _from_mapping(data: object) -> tuple[str, str] | None:
 def parse_reply(text: str) -> tuple[str, str]:
     """(question, answer) from a reply: strict JSON, JSON in a code fence or in prose, or labelled
     ``Question: ... Answer: ...`` lines. Raises :class:`ReplyFormatError` with what was wrong."""
-    candidates: list[Callable[[], object]] = [lambda: json.loads(text)]
-    candidates += [lambda s=s: json.loads(s) for s in _FENCE.findall(text)]
-    candidates += [lambda s=s: json.loads(s) for s in _json_objects(text)]
-    for load in candidates:
-        try:
-            found = _from_mapping(load())
-        except (json.JSONDecodeError, ValueError):
-            continue
+    for data in _json_objects(text):
+        found = _from_mapping(data)
         if found:
             return found
     match = _LABELLED.search(text.strip().strip("{}"))

@@ -113,3 +113,21 @@ def test_prompts_are_byte_identical_across_processes_and_hash_seeds():
 
     digests = {digest(s) for s in (1, 2, 3)}
     assert len(digests) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=300))
+def test_any_reply_either_parses_or_raises_the_format_error(text):
+    try:
+        question, answer = parse_reply(text)
+    except ReplyFormatError:
+        return
+    assert isinstance(question, str) and isinstance(answer, str)
+
+
+@settings(max_examples=100, deadline=None)
+@given(question=st.text(min_size=1, max_size=80), answer=st.text(min_size=1, max_size=80), noise=st.text(max_size=40))
+def test_a_json_reply_survives_any_surrounding_prose(question, answer, noise):
+    noise = noise.replace("{", "").replace("}", "")
+    reply = f"{noise}\n{json.dumps({'question': question, 'answer': answer})}\n{noise}"
+    assert parse_reply(reply) == (question.strip(), answer.strip())
