@@ -178,3 +178,11 @@ def test_on_the_question_engines_output_over_many_seeds(seed, family):
         assert offline_paraphrase(record, seed, item).paraphrase.validated
         assert check_paraphrase(record, *good_rewrite(record.question, record.answer), item).ok
         assert not check_paraphrase(record, *dropped_rewrite(record.question, record.answer), item).ok
+
+
+@settings(max_examples=150, deadline=None)
+@given(index=st.integers(0, len(RECORDS) - 1), question=st.text(max_size=120), answer=st.text(max_size=120))
+def test_arbitrary_text_gets_a_verdict_with_reasons_and_is_rejected(index, question, answer):
+    verdict = check_paraphrase(RECORDS[index], question, answer)
+    assert not verdict.ok and verdict.reasons  # every sample item has essential facts on both sides
+    assert {"question", "answer"} <= {side for f in derive_facts(RECORDS[index]).essential for side in f.sides}
