@@ -217,3 +217,13 @@ def config_hash(config: BaseModel) -> str:
     """Hash of everything that shapes the output (the runner section only changes how it is computed)."""
     data = {k: v for k, v in resolved(config).items() if k not in EXECUTION_SECTIONS}
     return stable_hash(data, digest_size=8)
+
+
+# Sections that shape the batched stages (episodes and programs); the rest acts on the whole dataset.
+BATCH_SECTIONS = ("seed", "generation", "questions")
+
+
+def batches_hash(config: BaseModel) -> str:
+    """Hash of what the batch checkpoints depend on: a re-balanced or re-split run reuses them."""
+    data = {k: v for k, v in resolved(config).items() if k in BATCH_SECTIONS}
+    return stable_hash(data, digest_size=8)

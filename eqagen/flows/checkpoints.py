@@ -3,8 +3,9 @@
 A finished batch leaves ``<work>/<batch>/episodes.parquet``, ``questions.parquet`` and
 ``stats.json``, each written under a temporary name and renamed, and then, last of all, the marker
 ``DONE``. A batch counts as finished only when its marker exists, so a batch killed halfway is simply
-redone; its stale files are overwritten. The work directory is named by the config hash, so a
-changed config never reuses batches made under another one.
+redone; its stale files are overwritten. The work directory is named by the hash of what the
+batches depend on (seed, generation, questions), so a changed generation never reuses batches made
+under another one, while a run that only changes balancing, paraphrase or splits reuses them all.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ MARKER = "DONE"
 STATE_DIR = ".eqagen"
 
 
-def work_dir(out_dir: Path, config_hash: str) -> Path:
-    return Path(out_dir) / STATE_DIR / "batches" / config_hash
+def work_dir(out_dir: Path, batches_hash: str) -> Path:
+    return Path(out_dir) / STATE_DIR / "batches" / batches_hash
 
 
 class BatchStore:

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eqagen.config import config_hash, resolved
+from eqagen.config import batches_hash, config_hash, resolved
 from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore, work_dir
 from eqagen.outputs.manifest import build_manifest, write_json_atomic, write_manifest
@@ -75,7 +75,7 @@ class RunSummary:
 
 def make_context(config: Any, out_dir: Path) -> RunContext:
     h = config_hash(config)
-    return RunContext(Path(out_dir), config.seed, h, config.questions, work_dir(out_dir, h))
+    return RunContext(Path(out_dir), config.seed, h, config.questions, work_dir(out_dir, batches_hash(config)))
 
 
 def episodes_unit(batch: stages.Batch) -> tuple[list[Any], float]:
@@ -91,7 +91,7 @@ def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sam
     qconfig = ctx.questions if sampler else stages.question_config(ctx.questions)
     result = stages.sample_programs(episodes, qconfig, ctx.seed, sampler)
     programs_s = time.perf_counter() - start
-    questions = stages.with_config_hash(questions_table(result.records), ctx.config_hash)
+    questions = questions_table(result.records)
     summary = {
         "batch": batch.name,
         "episodes": len(episodes),
@@ -183,7 +183,7 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too)."""
     seconds = summary.stage_seconds
     start = time.perf_counter()
-    questions = ctx.store.read_questions(batch_names)
+    questions = stages.with_config_hash(ctx.store.read_questions(batch_names), ctx.config_hash)
     episodes = ctx.store.read_episodes(batch_names)
     funnel = funnel_from_batches(ctx.store.read_stats(batch_names))
     seconds["read"] = time.perf_counter() - start

@@ -94,8 +94,10 @@ def test_changed_config_does_not_reuse_checkpoints(tmp_path, small_config) -> No
     a = pipeline.make_context(small_config(), tmp_path)
     b = pipeline.make_context(small_config("generation.n_episodes=24"), tmp_path)
     c = pipeline.make_context(small_config("runner.workers=7"), tmp_path)
+    d = pipeline.make_context(small_config("balance.max_per_answer=9", "split.ratios=[0.8,0.1,0.1]"), tmp_path)
     assert a.store_root != b.store_root
     assert a.store_root == c.store_root, "the runner changes how, not what: checkpoints stay valid"
+    assert a.store_root == d.store_root and a.config_hash != d.config_hash, "re-balancing reuses the batches"
 
 
 def test_batches_cover_the_plan_in_tens() -> None:
