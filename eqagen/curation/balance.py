@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eqagen.core import derive_rng
+from eqagen.core import derive_rng, derive_seed
 from eqagen.curation.columns import SCENE_BLOCKS, encode, rank_in_runs, require_columns, run_starts, scene_blocks
 from eqagen.curation.config import BalanceConfig, as_config
 
@@ -99,14 +99,14 @@ def select_balanced(table: pa.Table, config: BalanceConfig, seed: int) -> Balanc
     priority = rng.random(len(codes.order))
     reason = np.full(len(codes.order), R["duplicate_in_scene"], dtype=np.int8)
     reps = scene_representatives(codes.question, codes.scene, priority)
-    tallies = tally_answers(codes.question, codes.answer, reps, len(codes.answer_values))
+    tallies = tally_answers(codes.question, codes.answer, reps, len(codes.answer_values), seed)
     n_questions = len(codes.question_values)
     scenes_per_question = np.bincount(codes.question[reps], minlength=n_questions)
     if config.mode == "exact":
         all_tallies = tallies
         feasible, _ = choose_answer_counts(all_tallies, config, n_questions)
         in_window = window_members(codes, reps, config, seed)
-        tallies = tally_answers(codes.question, codes.answer, in_window, len(codes.answer_values))
+        tallies = tally_answers(codes.question, codes.answer, in_window, len(codes.answer_values), seed)
         keep_k, keep_n = choose_answer_counts(tallies, config, n_questions)
         reason[reps & ~in_window] = R["outside_window"]
         reason[in_window] = exact_reasons(codes, tallies, in_window, keep_k, keep_n, priority)
@@ -141,12 +141,14 @@ def scene_representatives(question: np.ndarray, scene: np.ndarray, priority: np.
     return mask
 
 
-def tally_answers(question: np.ndarray, answer: np.ndarray, reps: np.ndarray, n_answers: int) -> Tallies:
+def tally_answers(question: np.ndarray, answer: np.ndarray, reps: np.ndarray, n_answers: int, seed: int) -> Tallies:
+    """Answer counts per question over the ``reps`` rows; equally frequent answers in a seeded order
+    (so that when only some of them can be kept, no answer value is favoured)."""
     rows = np.flatnonzero(reps)
     key = question[rows] * max(n_answers, 1) + answer[rows]
     unique, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
     pair_q, pair_a = unique // max(n_answers, 1), unique % max(n_answers, 1)
-    order = np.lexsort((pair_a, -count, pair_q))
+    order = np.lexsort((pair_a, _mix(unique, seed), -count, pair_q))
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
     of_row = np.full(len(question), -1, dtype=np.int64)
@@ -155,16 +157,27 @@ def tally_answers(question: np.ndarray, answer: np.ndarray, reps: np.ndarray, n_
     return Tallies(pair_q, pair_a, count, rank_in_runs(pair_q) + 1, of_row)
 
 
+def _mix(values: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded pseudo-random 64-bit key per value (splitmix64's finaliser): order-independent."""
+    x = values.astype(np.uint64) ^ np.uint64(derive_seed(seed, "curation", "answer-ties"))
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 def choose_answer_counts(tallies: Tallies, config: BalanceConfig, n_questions: int) -> tuple[np.ndarray, np.ndarray]:
     """Per question (or any key of the tallies), how many answers (k) and scenes per answer (n) to
     keep; k = 0 rejects it.
 
     Keeping the k most frequent answers with n = min(count of the k-th, cap) keeps k*n records; take
-    the k with the most records, and on a tie the larger k (a lower blind baseline).
+    the k with the most records, and on a tie the larger k (a lower blind baseline). With
+    ``max_group_records``, n is also at most max_group_records // k.
     """
     cap = config.max_per_answer or np.iinfo(np.int64).max
     per_answer = np.minimum(tallies.count, cap)
-    valid = (tallies.rank >= config.min_answers) & (tallies.count >= config.min_per_answer)
+    if config.max_group_records:  # k answers may hold at most max_group_records // k scenes each
+        per_answer = np.minimum(per_answer, config.max_group_records // tallies.rank)
+    valid = (tallies.rank >= config.min_answers) & (per_answer >= config.min_per_answer)
     span = int(tallies.rank.max()) + 1 if len(tallies.rank) else 1
     score = np.where(valid, tallies.rank * per_answer * span + tallies.rank, -1)
     best = np.full(n_questions, -1, dtype=np.int64)

@@ -31,6 +31,12 @@ class BalanceConfig(BaseModel):
         description="most scenes per kept answer; bounds a question's group so splits stay fine-grained "
         "(null: no bound)",
     )
+    max_group_records: int | None = Field(
+        16,
+        ge=2,
+        description="most records of one kept question (k answers x n scenes); small groups let the split "
+        "even out strata in small val and test sets (null: no bound)",
+    )
     window_blocks: int = Field(
         8,
         ge=1,
