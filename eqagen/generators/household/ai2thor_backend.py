@@ -113,12 +113,14 @@ def object_metadata(world: HouseholdWorld, i: int, children: dict[int, list[str]
 def world_to_metadata(world: HouseholdWorld, last_action: str = "", success: bool = True, error: str = "") -> dict:
     """The world's current state as an AI2-THOR event's metadata, per AI2-THOR's metadata schema."""
     exists = world.flags["exists"]
+    # AI2-THOR keeps a sliced whole in the metadata (isSliced true) beside its new slices.
+    listed = exists | world.flags["sliced"]
     children: dict[int, list[str]] = {}
     for i in np.flatnonzero(exists & (world.parent >= 0)):
         children.setdefault(int(world.parent[i]), []).append(world.native_id[i])
     x, z = world.grid.xz[world.cell]
     agent = np.array([x, world.agent_y, z])
-    objects = [object_metadata(world, int(i), children, agent) for i in np.flatnonzero(exists)]
+    objects = [object_metadata(world, int(i), children, agent) for i in np.flatnonzero(listed)]
     held = world.held
     inventory = [{"objectId": world.native_id[held], "objectType": world.types[held]}] if held >= 0 else []
     zero = _xyz((0, 0, 0))
@@ -178,7 +180,8 @@ def _sync_objects(world: HouseholdWorld, md: dict) -> np.ndarray:
         world.pos[i] = (p["x"], p["y"], p["z"])
         parent = _innermost_parent(o, by_id)
         world.parent[i] = idx[parent] if parent is not None else -1
-        world.flags["exists"][i] = True
+        # A sliced whole is still listed by AI2-THOR, but in our world its slices replace it.
+        world.flags["exists"][i] = not (o.get("isSliced", False) and not world.types[i].endswith("Sliced"))
         for f, key in FLAG_KEYS.items():
             world.flags[f][i] = bool(o.get(key, False))
         world.flags["hot"][i] = o.get("ObjectTemperature") == "Hot"
