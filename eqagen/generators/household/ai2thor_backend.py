@@ -181,7 +181,7 @@ def _sync_objects(world: HouseholdWorld, md: dict) -> np.ndarray:
         parent = _innermost_parent(o, by_id)
         world.parent[i] = idx[parent] if parent is not None else -1
         # A sliced whole is still listed by AI2-THOR, but in our world its slices replace it.
-        world.flags["exists"][i] = not (o.get("isSliced", False) and not world.types[i].endswith("Sliced"))
+        world.flags["exists"][i] = not (o.get("isSliced", False) and world.whole_of[i] < 0)
         for f, key in FLAG_KEYS.items():
             world.flags[f][i] = bool(o.get(key, False))
         world.flags["hot"][i] = o.get("ObjectTemperature") == "Hot"
