@@ -29,6 +29,13 @@ class QuestionConfig(BaseModel):
     max_filters_per_family: int = Field(2, ge=1, le=4, description="diversity: cap of filters of one family")
     event_count_share: float = Field(0.4, ge=0.0, le=1.0, description="of count queries, share counting events")
     any_subject_share: float = Field(0.2, ge=0.0, le=1.0, description="share of questions about 'objects'")
+    shared_vocabulary: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="how strongly seeds and filter values favour a fixed order shared by all scenes (so that "
+        "question texts recur across scenes, as per-question balancing needs); 0: uniform",
+    )
     max_list_items: int = Field(6, ge=1, description="listObjects answers with more entities are rejected")
     max_query_targets: int = Field(3, ge=1, description="getState/getProperty/getLocation: entities per group")
     forbidden_pairs: list[tuple[str, str, str, str]] = Field(

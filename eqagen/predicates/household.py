@@ -26,5 +26,7 @@ declare_world_family(
         # whose contents are said to be inside them rather than on them.
         "enclosing_capability": "enclosing",
         "inside_types": ("Box", "Bowl", "Pot", "Pan", "Mug", "Cup", "GarbageCan", "SinkBasin", "BathtubBasin"),
+        # how common each filter value and type is across household episodes (eqagen/predicates/vocabulary.py)
+        "vocabulary": "data/household.json",
     },
 )

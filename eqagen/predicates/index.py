@@ -8,6 +8,7 @@ that holds at the seed observation and narrows the current selection is a few ar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.registry import REGISTRY, Anchored
+from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text
 
 
 def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
@@ -24,6 +26,26 @@ def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
         if kind is None or e.kind == kind:
             cells[e.t, e.entity] = True
     return cells
+
+
+ORDINAL = re.compile(r"#(\d+)")
+
+
+def shared_vocabulary(ctx: EpisodeContext) -> dict[str, float]:
+    """The world family's vocabulary table (text key -> share of episodes), empty when it has none."""
+    path = ctx.params.get("vocabulary")
+    return load_vocabulary(str(path)) if path else {}
+
+
+def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
+    """Lower: preferred. Listed values by how common they are; the others after them, one step further
+    per ordinal and for naming two events ("the second time you opened the drawer" and pairs of events
+    recur in fewer scenes)."""
+    text = spec_text(spec)
+    if text in shares:
+        return priority(text, shares)
+    ordinals = sum(int(k) for k in ORDINAL.findall(spec.value))
+    return priority(text, shares) + ordinals + (1.0 if "event2" in spec.args else 0.0)
 
 
 def counts_events(q: QuerySpec) -> bool:
@@ -55,6 +77,7 @@ class EpisodeIndex:
     keys: list[tuple[str, str]]  # the (family, key) pairs with at least one spec
     holds: np.ndarray  # bool [C, K]
     ambiguous: np.ndarray  # bool [C]: names an object with several observed instances
+    priority: np.ndarray  # float [C]: ``spec_priority`` (lower: preferred, shared by more scenes)
     cell_t: np.ndarray  # int [K]
     cell_e: np.ndarray  # int [K], sorted
     ent_starts: np.ndarray  # int: first cell of each distinct entity (for reduceat)
@@ -166,6 +189,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     keep = [i for i, (r, _) in enumerate(rows) if r.any()]
     specs = [specs[i] for i in keep]
     families = sorted({s.family for s in specs})
+    shares = shared_vocabulary(ctx)
     keys = sorted({(s.family, s.key) for s in specs})
     return EpisodeIndex(
         ctx=ctx,
@@ -177,6 +201,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         keys=keys,
         holds=np.array([rows[i][0] for i in keep], dtype=bool).reshape(len(keep), cell_t.size),
         ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
+        priority=np.array([spec_priority(s, shares) for s in specs], dtype=np.float64),
         cell_t=cell_t,
         cell_e=cell_e,
         ent_starts=starts,

@@ -27,8 +27,9 @@ from eqagen.core import Program, QuerySpec
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
-from eqagen.predicates.index import EpisodeIndex, QueryView, build_index
+from eqagen.predicates.index import EpisodeIndex, QueryView, build_index, shared_vocabulary
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
+from eqagen.predicates.vocabulary import priority, type_text
 
 
 # -- mixes -----------------------------------------------------------------------------------------------
@@ -77,13 +78,46 @@ def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng
     return specs[int(rng.integers(0, len(specs)))]
 
 
-def choose_seed(index: EpisodeIndex, q: QuerySpec, rng: np.random.Generator) -> int:
+def shared_rank(n: int, focus: float, rng: np.random.Generator) -> int:
+    """A rank among ``n`` options sorted by priority: geometric with parameter ``focus`` (0: uniform), so
+    the most shared option is taken most often and the others still occur."""
+    if focus <= 0.0 or n == 1:
+        return int(rng.integers(0, n))
+    return (int(rng.geometric(focus)) - 1) % n
+
+
+def pick_shared(idx: np.ndarray, priority: np.ndarray, focus: float, rng: np.random.Generator) -> int:
+    """One of ``idx``, favouring low ``priority[idx]`` (values shared by many scenes)."""
+    if focus <= 0.0 or idx.size == 1:
+        return int(idx[rng.integers(0, idx.size)])
+    ranked = idx[np.argsort(priority[idx], kind="stable")]
+    return int(ranked[shared_rank(idx.size, focus, rng)])
+
+
+def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
+    """For the query's seed runs: each run's type code, and the codes ordered by the types' stable
+    priority (memoised per query)."""
+    key = ("seed_types", q.name, q.arg, q.args.get("kind"))
+    if key not in index._memo:
+        ks, starts = index.seed_cells(q)
+        names = index.ctx.types[index.cell_e[ks[starts]]] if starts.size else np.zeros(0, dtype=object)
+        shares = shared_vocabulary(index.ctx)
+        distinct = sorted(set(names.tolist()), key=lambda t: (priority(type_text(t), shares), t))
+        code = {t: i for i, t in enumerate(distinct)}
+        index._memo[key] = np.array([code[t] for t in names.tolist()], dtype=np.int64), len(distinct)
+    return index._memo[key]
+
+
+def choose_seed(index: EpisodeIndex, q: QuerySpec, focus: float, rng: np.random.Generator) -> int:
     """The cell (one observation, or one event) the question is built around; -1 if there is none.
-    An entity is drawn first, so that entities seen often do not dominate."""
+    A type is drawn first (favouring types by stable priority, so that scenes ask about the same types),
+    then an entity of it, then one of its cells, so that entities seen often do not dominate."""
     ks, starts = index.seed_cells(q)
     if starts.size == 0:
         return -1
-    j = int(rng.integers(0, starts.size))
+    codes, n_types = seed_types(index, q)
+    runs = np.flatnonzero(codes == shared_rank(n_types, focus, rng))
+    j = int(runs[rng.integers(0, runs.size)])
     hi = int(starts[j + 1]) if j + 1 < starts.size else ks.size
     return int(ks[int(rng.integers(int(starts[j]), hi))])
 
@@ -185,8 +219,7 @@ def choose_filter(index, config, q, view, used, seed, mix, rng, more: int) -> in
         best &= n_kept == n_kept[best].max()
     elif limit is not None and (best & (n_entities <= limit)).any():
         best &= n_entities <= limit
-    best_idx = idx[best]
-    return int(best_idx[rng.integers(0, best_idx.size)])
+    return pick_shared(idx[best], index.priority, config.shared_vocabulary, rng)
 
 
 def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng) -> str | None:
@@ -224,7 +257,7 @@ def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
 
 def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> Program | str:
     q = choose_query(index, config, mix, rng)
-    seed = choose_seed(index, q, rng)
+    seed = choose_seed(index, q, config.shared_vocabulary, rng)
     if seed < 0:
         return "no_seed"
     n = int(pick_by_deficit(sorted(config.n_filters_mix), config.n_filters_mix, mix.n_filters, rng))

@@ -18,11 +18,21 @@ from eqagen.predicates.evaluator import to_answer_group
 from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, sample_programs
 from eqagen.templates.render import readable_value, render_answer, render_question, render_structured
+from eqagen.templates.words import coords
+
+ANCHOR_PLACEHOLDER = "(x, y, z)"
 
 
 def answer_key(groups: list[AnswerGroup], answer_type: str) -> str:
     """The canonical answer compared across scenes: the readable value(s), anchors left out."""
     return " | ".join(sorted(readable_value(answer_type, g.value) for g in groups))
+
+
+def grounded_balance_key(question: str, anchor: tuple[float, float, float]) -> str:
+    """A grounded question's balance key: its text with the anchor's coordinates replaced by a placeholder
+    ("... on the countertop at (x, y, z)?"), so that grounded questions recur across scenes as a question
+    of their own, distinct from their ungrounded twin (see docs/questions.md)."""
+    return question.replace(coords(anchor), ANCHOR_PLACEHOLDER)
 
 
 def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -> list[QARecord]:
@@ -60,15 +70,16 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
     if where >= 0:
         group = groups[int(rng.integers(0, len(groups)))]
         anchors = {where: group.anchor}
+        grounded_question = render_question(ctx, program, anchors)
         records.append(
             QARecord(
                 structured_question=render_structured(ctx, program, anchors),
                 structured_answer=[group],
                 answer_key=answer_key([group], answer_type),
-                question=render_question(ctx, program, anchors),
+                question=grounded_question,
                 answer=render_answer(ctx, program, [group], answer_type, -1),
                 grounded=True,
-                **common,
+                **{**common, "balance_key": grounded_balance_key(grounded_question, group.anchor)},
             )
         )
     return records

@@ -9,6 +9,8 @@ import pytest
 from eqagen.core import ConfigError, Program, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
 from eqagen.predicates.sampler import pick_by_deficit
+from eqagen.templates.records import ANCHOR_PLACEHOLDER
+from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import household_episodes
 from tests.predicates.reference import Plain, reference_answer
@@ -57,7 +59,13 @@ def test_records_are_complete_and_consistent():
         ungrounded = {r.program.signature(): r for r in records if not r.grounded}
         for rec in records:
             assert rec.question and rec.answer and rec.structured_question and rec.answer_key
-            assert rec.balance_key == ungrounded[rec.program.signature()].question
+            twin = ungrounded[rec.program.signature()]
+            if rec.grounded:  # its own key: the grounded text with the anchor as a placeholder
+                anchor = rec.structured_answer[0].anchor
+                assert rec.balance_key == rec.question.replace(coords(anchor), ANCHOR_PLACEHOLDER)
+                assert rec.balance_key != twin.balance_key
+            else:
+                assert rec.balance_key == rec.question
             assert 1 <= rec.n_filters <= 4
             assert rec.structured_answer and all(g.result for g in rec.structured_answer)
             if rec.grounded:
