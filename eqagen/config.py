@@ -193,7 +193,12 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(key, f"'{part}' is not a section", None, "--set")
         node = child
-    node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as err:
+        raise ConfigError(
+            key, f"the value {raw!r} is not valid YAML ({err.__class__.__name__})", None, "--set"
+        ) from None
 
 
 def load_config(

@@ -7,6 +7,7 @@ either read the file or raise the project's own error naming the file; nothing e
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -76,13 +77,14 @@ def mutated_tree(draw: st.DrawFn, original: Any, odd: list[Any] | None = None) -
     for _ in range(draw(st.integers(1, 3))):
         paths = tree_paths(root)
         if not paths:
-            return draw(st.sampled_from(odd or ODD_VALUES))
+            return copy.deepcopy(draw(st.sampled_from(odd or ODD_VALUES)))
         path = draw(st.sampled_from(paths))
         parent = _parent(root, path)
         if draw(st.booleans()) and isinstance(parent, dict):
             del parent[path[-1]]
         else:
-            parent[path[-1]] = draw(st.sampled_from(odd or ODD_VALUES))
+            # a copy: the shared odd values must never be edited by a later mutation
+            parent[path[-1]] = copy.deepcopy(draw(st.sampled_from(odd or ODD_VALUES)))
     return root
 
 

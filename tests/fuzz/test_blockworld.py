@@ -27,7 +27,9 @@ from eqagen.generators.blockworld.world import BlockWorld
 from .conftest import FUZZ, FUZZ_LONG
 from .mutate import mutate_nbt_in_place, mutated_bytes, mutated_text, read_or_clean_error
 
-ENV_SPECS = "Environment\nplains nw2_ne1_sw3_se1 sheep sheep cow\ncave nw3_ne2_sw1_se1 bat bat\ndesert nw1_ne1_sw1_se1\n"
+ENV_SPECS = (
+    "Environment\nplains nw2_ne1_sw3_se1 sheep sheep cow\ncave nw3_ne2_sw1_se1 bat bat\ndesert nw1_ne1_sw1_se1\n"
+)
 MOB_SPECS = "nether strider ~ ~ ~-15\ncave bat ~7 16 ~9\ndesert rabbit{RabbitType:4} ~ ~ ~\n"
 
 
@@ -77,8 +79,10 @@ def copy_save(originals: dict[str, Path], dest: Path) -> Path:
 @given(which=st.sampled_from(["region", "level", "schem", "blocks"]), data=st.data())
 def test_damaged_bytes(originals: dict[str, Path], scratch: Path, which: str, data) -> None:
     save = copy_save(originals, scratch / "bw-bytes" / "save")
-    target = {"region": save / "region" / originals["region"].name, "level": save / "level.dat",
-              "schem": scratch / "bw-bytes" / "w.schem", "blocks": scratch / "bw-bytes" / "plains_nw_1.txt"}[which]  # fmt: skip
+    here = scratch / "bw-bytes"
+    targets = {"region": save / "region" / originals["region"].name, "level": save / "level.dat",
+               "schem": here / "w.schem", "blocks": here / "plains_nw_1.txt"}  # fmt: skip
+    target = targets[which]
     original = originals[which].read_bytes()
     # Compressed files: damage the NBT inside as often as the compressed bytes.
     inner = which in ("level", "schem") and data.draw(st.booleans())
