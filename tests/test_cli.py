@@ -27,8 +27,9 @@ EQAGEN = [sys.executable, "-m", "eqagen.cli"]
 SMALL = ["--set", "generation.n_episodes=36", "--set", "generation.batch_size=4", "--no-progress"]
 
 
-def run_eqagen(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*EQAGEN, *args], capture_output=True, text=True, timeout=timeout, check=False)
+def run_eqagen(*args: str, timeout: float = 600, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(home)} if home else None
+    return subprocess.run([*EQAGEN, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env)
 
 
 def shard_digests(out: Path) -> dict[str, str]:
@@ -60,7 +61,10 @@ def server_pids(home_under: Path) -> list[int]:
 def demo_run(tmp_path_factory) -> Path:
     """One uninterrupted Prefect run (local thread-pool runner) of the small demo."""
     out = tmp_path_factory.mktemp("demo") / "out"
-    proc = run_eqagen("generate", "demo", "--out", str(out), *SMALL, "--summary-json", str(out.parent / "s.json"))
+    home = out.parent / "home"  # a user's home of its own: Prefect must leave it alone
+    home.mkdir()
+    summary = str(out.parent / "s.json")
+    proc = run_eqagen("generate", "demo", "--out", str(out), *SMALL, "--summary-json", summary, home=home)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "questions" in proc.stdout and str(out) in proc.stdout, "the summary says what was made and where"
     return out
@@ -189,6 +193,10 @@ def test_killed_runs_resume_to_the_same_shards_and_leave_no_server(demo_run, tmp
 
 
 def test_prefect_state_stays_under_the_output(demo_run) -> None:
-    home = demo_run / ".eqagen" / "prefect"
-    assert (home / "prefect.db").exists()
-    assert os.environ.get("PREFECT_HOME") is None or "prefect" in os.environ["PREFECT_HOME"]
+    prefect_home = demo_run / ".eqagen" / "prefect"
+    assert (prefect_home / "prefect.db").exists() and (prefect_home / "server.log").exists()
+    user_home = demo_run.parent / "home"
+    assert not (user_home / ".prefect").exists(), "nothing of Prefect's in the user's home"
+    summary = json.loads((demo_run.parent / "s.json").read_text())
+    assert summary["runner"] == "local" and summary["server_seconds"] > 0
+    assert summary["counts"]["episodes"] == 36
