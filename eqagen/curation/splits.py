@@ -36,6 +36,7 @@ from eqagen.curation.split_file import read_split_file
 
 HOLDOUT_TRIES = 16
 # arcs of blocks tried for the held-out scenes; the one forcing fewest records wins
+STRATUM_OVERFLOW_WEIGHT = 10.0  # a forced record beyond its stratum's val+test quota costs this many
 UNSEEN_ROUNDS = 8  # corrections of the held-out target from the achieved unseen share; the best is kept
 FORCED_CAP = 0.9  # most of val+test that groups forced out of train may fill, so strata can still be evened
 STRATUM_REPORT_MIN = 50  # strata smaller than this are reported but not held to the 3-point check
@@ -139,7 +140,7 @@ def split_by_question(
     arcs = ring_arcs(scene, units, scene_values, starts) if target > 0 else []
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for _ in range(UNSEEN_ROUNDS):
-        held = choose_held_out(arcs, len(scene_values), target, eval_share * n_rows)
+        held = choose_held_out(arcs, units, len(scene_values), target, eval_share)
         forced = np.zeros(len(units.size), dtype=bool)
         forced[units.of_row[held[scene]]] = True
         assignment = allocate(units, forced, config.ratios)[units.of_row]
@@ -171,6 +172,7 @@ class Arc:
     order: np.ndarray
     records: np.ndarray
     forced: np.ndarray
+    first: np.ndarray  # per unit: position of its first scene on the arc (n_scenes if it has none)
 
 
 def ring_arcs(scene: np.ndarray, units: Units, scene_values: list, starts: np.ndarray) -> list[Arc]:
@@ -187,21 +189,27 @@ def ring_arcs(scene: np.ndarray, units: Units, scene_values: list, starts: np.nd
         order = np.argsort((ring - start * n_scenes // SCENE_BLOCKS) % n_scenes, kind="stable")
         position = np.empty(n_scenes, dtype=np.int64)
         position[order] = np.arange(n_scenes)
-        first = np.minimum.reduceat(position[pair_scene], unit_starts)
-        forced = np.bincount(first, weights=units.size[units_present], minlength=n_scenes)
-        arcs.append(Arc(order, np.cumsum(per_scene[order]), np.cumsum(forced)))
+        first = np.full(len(units.size), n_scenes, dtype=np.int64)
+        first[units_present] = np.minimum.reduceat(position[pair_scene], unit_starts)
+        forced = np.bincount(first, weights=units.size, minlength=n_scenes + 1)[:n_scenes]
+        arcs.append(Arc(order, np.cumsum(per_scene[order]), np.cumsum(forced), first))
     return arcs
 
 
-def choose_held_out(arcs: list[Arc], n_scenes: int, target: float, eval_records: float) -> np.ndarray:
-    """Scenes kept out of train: the arc (among the starts) that reaches ``target`` records while
-    forcing the fewest records out of train."""
+def choose_held_out(arcs: list[Arc], units: Units, n_scenes: int, target: float, eval_share: float) -> np.ndarray:
+    """Scenes kept out of train: the arc (among the starts) that reaches ``target`` records with the
+    fewest forced records beyond any stratum's val + test quota, then the fewest forced records."""
     held = np.zeros(n_scenes, dtype=bool)
     if target <= 0 or n_scenes == 0:
         return held
+    eval_records = eval_share * units.size.sum()
+    quota = eval_share * np.bincount(units.stratum, weights=units.size)
     best: tuple[float, np.ndarray] | None = None
     for arc in arcs:
         k, cost = _prefix_for_target(arc, target, FORCED_CAP * eval_records)
+        forced = arc.first < k
+        per_stratum = np.bincount(units.stratum[forced], weights=units.size[forced], minlength=len(quota))
+        cost += STRATUM_OVERFLOW_WEIGHT * float(np.maximum(per_stratum - quota, 0.0).sum())
         if best is None or cost < best[0]:
             best = (cost, arc.order[:k])
     held[best[1]] = True
