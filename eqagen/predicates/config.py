@@ -5,8 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 QUERY_MIX = {"listObjects": 0.2, "count": 0.2, "getState": 0.2, "getProperty": 0.2, "getLocation": 0.2}
-FAMILY_MIX = {"property": 0.2, "location": 0.2, "state": 0.2, "position": 0.2, "moment": 0.2}
-N_FILTERS_MIX = {1: 0.3, 2: 0.3, 3: 0.25, 4: 0.15}
+# Property and state values are shared by most homes; which objects stand left of which, and which events
+# happened, are particular to an episode: weighting the shared families higher (and fewer filters) makes
+# the same question text recur across scenes, as per-question balancing needs.
+FAMILY_MIX = {"property": 0.3, "location": 0.2, "state": 0.25, "position": 0.1, "moment": 0.15}
+N_FILTERS_MIX = {1: 0.4, 2: 0.3, 3: 0.2, 4: 0.1}
 
 
 class QuestionConfig(BaseModel):
@@ -30,11 +33,18 @@ class QuestionConfig(BaseModel):
     event_count_share: float = Field(0.4, ge=0.0, le=1.0, description="of count queries, share counting events")
     any_subject_share: float = Field(0.2, ge=0.0, le=1.0, description="share of questions about 'objects'")
     shared_vocabulary: float = Field(
-        0.5,
+        0.8,
         ge=0.0,
         le=1.0,
         description="how strongly seeds and filter values favour a fixed order shared by all scenes (so that "
         "question texts recur across scenes, as per-question balancing needs); 0: uniform",
+    )
+    common_share: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="filter values in at least this share of the world family's episodes count as common; "
+        "with probability shared_vocabulary a filter is drawn from the common ones where the episode has any",
     )
     max_list_items: int = Field(6, ge=1, description="listObjects answers with more entities are rejected")
     max_query_targets: int = Field(3, ge=1, description="getState/getProperty/getLocation: entities per group")

@@ -86,37 +86,51 @@ def shared_rank(n: int, focus: float, rng: np.random.Generator) -> int:
     return (int(rng.geometric(focus)) - 1) % n
 
 
-def pick_shared(idx: np.ndarray, priority: np.ndarray, focus: float, rng: np.random.Generator) -> int:
-    """One of ``idx``, favouring low ``priority[idx]`` (values shared by many scenes)."""
+def pick_shared(index: EpisodeIndex, idx: np.ndarray, focus: float, rng: np.random.Generator) -> int:
+    """One of spec indices ``idx``, favouring those the episode has proposed least so far and, among
+    those, low priority (values shared by many scenes): every episode goes down the same order."""
     if focus <= 0.0 or idx.size == 1:
-        return int(idx[rng.integers(0, idx.size)])
-    ranked = idx[np.argsort(priority[idx], kind="stable")]
-    return int(ranked[shared_rank(idx.size, focus, rng)])
+        chosen = int(idx[rng.integers(0, idx.size)])
+    else:
+        uses = spec_uses(index)
+        ranked = idx[np.lexsort((index.priority[idx], uses[idx]))]
+        chosen = int(ranked[shared_rank(idx.size, focus, rng)])
+    spec_uses(index)[chosen] += 1
+    return chosen
+
+
+def spec_uses(index: EpisodeIndex) -> np.ndarray:
+    """Int ``[C]``: how often each spec has been proposed in the episode."""
+    return index._memo.setdefault(("spec_uses",), np.zeros(len(index.specs), dtype=np.int64))
 
 
 def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
-    """For the query's seed runs: each run's type code, and the codes ordered by the types' stable
-    priority (memoised per query)."""
+    """For the query's seed runs: each run's type code (codes in the order of the types' priority), and
+    how often each type has seeded a proposal of this query so far (memoised per query)."""
     key = ("seed_types", q.name, q.arg, q.args.get("kind"))
     if key not in index._memo:
         ks, starts = index.seed_cells(q)
         names = index.ctx.types[index.cell_e[ks[starts]]] if starts.size else np.zeros(0, dtype=object)
         shares = shared_vocabulary(index.ctx)
-        distinct = sorted(set(names.tolist()), key=lambda t: (priority(type_text(t), shares), t))
-        code = {t: i for i, t in enumerate(distinct)}
-        index._memo[key] = np.array([code[t] for t in names.tolist()], dtype=np.int64), len(distinct)
+        ranked = sorted((priority(type_text(t), shares), t) for t in set(names.tolist()))
+        code = {t: i for i, (_, t) in enumerate(ranked)}
+        codes = np.array([code[t] for t in names.tolist()], dtype=np.int64)
+        index._memo[key] = codes, np.zeros(len(ranked), dtype=np.int64)
     return index._memo[key]
 
 
-def choose_seed(index: EpisodeIndex, q: QuerySpec, focus: float, rng: np.random.Generator) -> int:
+def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: np.random.Generator) -> int:
     """The cell (one observation, or one event) the question is built around; -1 if there is none.
-    A type is drawn first (favouring types by stable priority, so that scenes ask about the same types),
-    then an entity of it, then one of its cells, so that entities seen often do not dominate."""
+    A type is drawn first (the least used so far, the most common first, so that scenes ask about the
+    same types), then an entity of it, then one of its cells, so that entities seen often do not dominate.
+    (Restricting seeds to common types was tried: it made more questions single-answer, not fewer.)"""
     ks, starts = index.seed_cells(q)
     if starts.size == 0:
         return -1
-    codes, n_types = seed_types(index, q)
-    runs = np.flatnonzero(codes == shared_rank(n_types, focus, rng))
+    codes, uses = seed_types(index, q)
+    code = int(np.argsort(uses, kind="stable")[shared_rank(uses.size, config.shared_vocabulary, rng)])
+    uses[code] += 1
+    runs = np.flatnonzero(codes == code)
     j = int(runs[rng.integers(0, runs.size)])
     hi = int(starts[j + 1]) if j + 1 < starts.size else ks.size
     return int(ks[int(rng.integers(int(starts[j]), hi))])
@@ -205,6 +219,9 @@ def choose_filter(index, config, q, view, used, seed, mix, rng, more: int) -> in
     idx, n_kept, n_entities = effective_candidates(index, view, used, idx)
     if idx.size == 0:
         return -1
+    common = index.priority[idx] <= 1.0 - config.common_share
+    if common.any() and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
+        idx, n_kept, n_entities = idx[common], n_kept[common], n_entities[common]
     fams = index.family_of[idx]
     present = [index.families[f] for f in sorted(set(fams.tolist()))]
     family = pick_by_deficit(present, config.family_mix, mix.families, rng)
@@ -219,7 +236,7 @@ def choose_filter(index, config, q, view, used, seed, mix, rng, more: int) -> in
         best &= n_kept == n_kept[best].max()
     elif limit is not None and (best & (n_entities <= limit)).any():
         best &= n_entities <= limit
-    return pick_shared(idx[best], index.priority, config.shared_vocabulary, rng)
+    return pick_shared(index, idx[best], config.shared_vocabulary, rng)
 
 
 def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng) -> str | None:
@@ -257,7 +274,7 @@ def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
 
 def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> Program | str:
     q = choose_query(index, config, mix, rng)
-    seed = choose_seed(index, q, config.shared_vocabulary, rng)
+    seed = choose_seed(index, q, config, rng)
     if seed < 0:
         return "no_seed"
     n = int(pick_by_deficit(sorted(config.n_filters_mix), config.n_filters_mix, mix.n_filters, rng))
