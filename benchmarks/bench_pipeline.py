@@ -5,7 +5,7 @@ summary it writes, and compares with the targets: the whole run under 120 s on a
 orchestration (Prefect server start-up, task submission, state tracking: everything that is not stage
 work) under 15% of the wall time.
 
-    .venv/bin/python benchmarks/bench_pipeline.py [--preset tag-eqa] [--runner local] [--json out.json]
+    .venv/bin/python benchmarks/bench_pipeline.py [--preset tag-eqa] [--runner processes] [--json out.json]
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ TARGET_WALL_S = 120.0
 TARGET_ORCHESTRATION_SHARE = 0.15
 
 
-def run(preset: str, runner: str, extra: list[str], out: Path) -> dict:
+def run(preset: str, runner: str | None, extra: list[str], out: Path) -> dict:
     summary_path = out.parent / "summary.json"
+    runner_args = ["--runner", runner] if runner else []  # default: the preset's own runner
     cmd = [sys.executable, "-m", "eqagen.cli", "generate", preset, "--out", str(out), "--no-progress",
-           "--runner", runner, "--summary-json", str(summary_path), *extra]  # fmt: skip
+           *runner_args, "--summary-json", str(summary_path), *extra]  # fmt: skip
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     process_s = time.perf_counter() - start
@@ -67,7 +68,7 @@ def report(summary: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="tag-eqa")
-    ap.add_argument("--runner", default="local", choices=["local", "processes", "dask", "inline"])
+    ap.add_argument("--runner", choices=["local", "processes", "dask", "inline"], help="default: the preset's")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--json", type=Path, help="write the numbers here")
     args = ap.parse_args()
