@@ -25,7 +25,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
-from eqagen.flows import pipeline, progress, stages
+from eqagen.flows import pipeline, progress, runners, stages
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
@@ -59,11 +59,7 @@ def task_runner(runner: Any) -> Any:
         return ThreadPoolTaskRunner(max_workers=runner.workers)
     if runner.kind == "processes":
         return ProcessPoolTaskRunner(max_workers=runner.workers)
-    from prefect_dask import DaskTaskRunner  # the dask extra
-
-    if runner.address:
-        return DaskTaskRunner(address=runner.address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1, "processes": True})
+    return runners.dask_task_runner(runner)  # the dask extra
 
 
 def run_batches(
@@ -93,7 +89,10 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)
     for _ in finished:
         progress.notify_batch()
-    run_batches(ctx, [b for b in batches if b.name not in finished], summary, progress.notify_batch)
+    todo = [b for b in batches if b.name not in finished]
+    # On Dask one task per batch: no episode crosses the network (runners.py says why).
+    run = runners.run_batches_whole if config.runner.kind == "dask" else run_batches
+    run(ctx, todo, summary, progress.notify_batch)
     return finish_task(config, ctx, names, summary)
 
 
