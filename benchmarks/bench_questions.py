@@ -1,11 +1,15 @@
-"""Question engine speed: accepted questions per second on one core, and the rejection funnel.
+"""Question engine speed: accepted questions per second on one core, and the rejection funnel; and how
+many candidates per-question balancing keeps.
 
-    python benchmarks/bench_questions.py [--episodes 200] [--json PATH]
+    python benchmarks/bench_questions.py [--episodes 200] [--max-steps 250] [--json PATH]
 
 Episodes come from the embedded household backend (made first, not timed). Timed: everything
 ``sample_questions`` does per episode: the episode context and index, proposals, checks (evaluation and
 effectiveness), and rendering the records' text. Reported per CPU-second of this process (one core) and
 per wall-second; on a machine shared with other work the wall figure is the pessimistic one.
+
+Balance yield (not timed): the share of candidate records whose ``balance_key`` is asked in at least two
+scenes with at least two different answers, and the share ``eqagen.curation.balance`` keeps (defaults).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
+import pyarrow as pa
+
 from eqagen.core import derive_rng
+from eqagen.curation.balance import balance
 from eqagen.generators.base import get_backend
 from eqagen.predicates import QuestionConfig, context_for, sample_questions
 from eqagen.predicates.sampler import sample_programs
@@ -26,15 +33,15 @@ TARGET = 2000.0  # accepted questions per second per core (the issue's target)
 CLEVR_RATE = 25.0  # CLEVR's question generator on this machine, per second per core
 
 
-def make_episodes(n: int, seed: int) -> list:
+def make_episodes(n: int, seed: int, max_steps: int = 250) -> list:
     backend = get_backend("household", "embedded")
-    return [backend.run(spec) for spec in backend.plan(n, seed, {"max_steps": 250})]
+    return [backend.run(spec) for spec in backend.plan(n, seed, {"max_steps": max_steps})]
 
 
 def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
     """Sample every episode; time the stages separately (CPU and wall)."""
     cpu = {"context_and_sampling": 0.0, "rendering": 0.0}
-    records, programs, rejections = 0, 0, Counter()
+    records, programs, rejections, rows = 0, 0, Counter(), []
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for ep in episodes:
         rng = derive_rng(seed, "questions", ep.episode_id)
@@ -46,6 +53,7 @@ def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
         cpu["context_and_sampling"] += c1 - c0
         cpu["rendering"] += time.process_time() - c1
         records, programs = records + len(recs), programs + len(accepted)
+        rows.extend((r.question_id, r.scene_id, r.balance_key, r.answer_key) for r in recs)
         rejections.update(rejected)
     return {
         "records": records,
@@ -54,6 +62,27 @@ def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
         "cpu_seconds": time.process_time() - cpu0,
         "wall_seconds": time.perf_counter() - wall0,
         "cpu_by_stage": {k: round(v, 3) for k, v in cpu.items()},
+        "rows": rows,
+    }
+
+
+def balance_yield(rows: list[tuple[str, str, str, str]], seed: int) -> dict:
+    """Candidates whose question recurs across scenes with different answers, and what balancing keeps."""
+    scenes, answers = defaultdict(set), defaultdict(set)
+    for _, scene, key, answer in rows:
+        scenes[key].add(scene)
+        answers[key].add(answer)
+    recurring = sum(len(scenes[k]) >= 2 and len(answers[k]) >= 2 for _, _, k, _ in rows)
+    columns = ("question_id", "scene_id", "balance_key", "answer_key")
+    table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(columns)})
+    kept, stats = balance(table, None, seed)
+    return {
+        "candidates": len(rows),
+        "scenes": len({r[1] for r in rows}),
+        "recurring_share": round(recurring / max(len(rows), 1), 4),
+        "kept": kept.num_rows,
+        "kept_share": round(kept.num_rows / max(len(rows), 1), 4),
+        "kept_questions": stats.get("questions_kept"),
     }
 
 
@@ -71,9 +100,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=250)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    episodes = make_episodes(args.episodes, args.seed)
+    episodes = make_episodes(args.episodes, args.seed, args.max_steps)
     config = QuestionConfig()
     sample_questions(episodes[0], config, derive_rng(args.seed, "warmup"))  # imports, template compilation
     run = timed_run(episodes, config, args.seed)
@@ -90,6 +120,7 @@ def main() -> None:
         "speedup_over_clevr": round(per_cpu / CLEVR_RATE, 1),
         "cpu_by_stage": run["cpu_by_stage"],
         "funnel": funnel(run),
+        "balance": balance_yield(run["rows"], args.seed),
     }
     print(f"{args.episodes} household episodes -> {run['records']} accepted questions ({run['programs']} programs)")
     print(f"accepted questions per CPU second (one core): {per_cpu:,.0f}   (target {TARGET:,.0f}: "
@@ -101,6 +132,10 @@ def main() -> None:
           f"({f['acceptance_rate']:.1%})")  # fmt: skip
     for reason, n in f["rejected_by_reason"].items():
         print(f"  rejected {reason:<28} {n:>8}")
+    b = result["balance"]
+    print(f"balance: {b['candidates']} candidates in {b['scenes']} scenes; asked in >= 2 scenes with >= 2 answers: "
+          f"{b['recurring_share']:.1%}; kept by balancing: {b['kept']} ({b['kept_share']:.1%}), "
+          f"{b['kept_questions']} questions")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

@@ -19,7 +19,9 @@ class QuestionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    questions_per_episode: int = Field(24, ge=1, description="question records per episode (ungrounded + grounded)")
+    questions_per_episode: int = Field(
+        48, ge=1, description="question records (candidates for balancing) per episode, ungrounded + grounded"
+    )
     attempts_per_question: int = Field(20, ge=1, description="candidate programs tried per wanted question")
     max_stalled_attempts: int = Field(
         80, ge=1, description="give up on an episode after this many attempts in a row without an acceptance"
