@@ -1,0 +1,214 @@
+"""Crash safety of ``eqagen generate``: SIGKILL at three different stages (sampling episodes, sampling
+questions, writing shards) and again while a batch is checkpointed, then a rerun: the same shards as an
+uninterrupted run, nothing duplicated, no Prefect server left. Ctrl-C stops cleanly keeping finished
+batches. A full disk (a small tmpfs) and a read-only output (a read-only tmpfs) give a clear message
+and no partial shard under a final name.
+
+The kills are exact: the run is the real command in a subprocess, started through a small wrapper
+that makes the chosen stage kill its own process with SIGKILL at the chosen batch or shard; the code
+under test is unchanged. (The end-to-end SIGTERM-then-SIGKILL test with Prefect lives in tests/test_cli.py.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.test_cli import server_pids, shard_digests
+
+CONFIG = ["--set", "generation.n_episodes=12", "--set", "generation.batch_size=3", "--set", "output.rows_per_shard=40",
+          "--no-progress"]  # fmt: skip
+N_BATCHES = 4
+
+# Runs eqagen's command with one stage patched to SIGKILL its own process at a given call.
+WRAPPER = textwrap.dedent(
+    """
+    import os, signal, sys
+    stage, at = sys.argv[1], int(sys.argv[2])
+    calls = {"n": 0}
+
+    def killer(module, name):
+        original = getattr(module, name)
+        def patched(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(*args, **kwargs)
+        setattr(module, name, patched)
+
+    import eqagen.flows.checkpoints as checkpoints
+    import eqagen.flows.stages as stages
+    import eqagen.outputs.shards as shards
+
+    if stage == "shards":
+        class KillingOs:  # the N-th rename of the shard writer kills the run: that file is complete but unnamed
+            def __getattr__(self, name):
+                return getattr(os, name)
+
+            def replace(self, src, dst):
+                calls["n"] += ".eqagen" not in str(dst)  # final shards only, not the checkpoints
+                if calls["n"] == at and ".eqagen" not in str(dst):
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return os.replace(src, dst)
+
+        shards.os = KillingOs()
+    elif stage == "checkpoint":
+        killer(checkpoints, "write_json_atomic")  # the batch's stats.json, written just before DONE
+    else:
+        killer(stages, {"episodes": "sample_episodes", "programs": "sample_programs"}[stage])
+    from eqagen.cli import main
+    sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
+def run_killed(out: Path, stage: str, at: int, runner: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", WRAPPER, stage, str(at), "generate", "demo", "--out", str(out), "--runner", runner]
+    return subprocess.run([*cmd, *CONFIG], capture_output=True, text=True, timeout=600, check=False)
+
+
+def run(out: Path, *extra: str, runner: str = "inline") -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(out), "--runner", runner, *CONFIG]
+    return subprocess.run([*cmd, *extra], capture_output=True, text=True, timeout=600, check=False)
+
+
+def done_batches(out: Path) -> int:
+    return len(list(out.glob(".eqagen/batches/*/*/DONE")))
+
+
+def final_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*") if p.is_file() and ".eqagen" not in p.relative_to(out).parts)
+
+
+def assert_no_server_left(out: Path) -> None:
+    deadline = time.monotonic() + 15
+    while server_pids(out) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert server_pids(out) == [], "a Prefect server outlived its run"
+
+
+def assert_complete_and_unique(out: Path) -> None:
+    manifest = json.loads((out / "manifest.json").read_text())
+    ids = [i for p in out.glob("questions/split=*/part-*.parquet") for i in pq.read_table(p)["question_id"].to_pylist()]
+    eps = [i for p in out.glob("episodes/part-*.parquet") for i in pq.read_table(p)["episode_id"].to_pylist()]
+    assert len(ids) == len(set(ids)) == manifest["rows"]["questions_total"], "questions duplicated or lost"
+    assert len(eps) == len(set(eps)) == 12, "episodes duplicated or lost"
+    assert not [p for p in final_files(out) if p.name.endswith(".tmp")], "a temporary file was left"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ref") / "out"
+    proc = run(out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("stage", "at", "runner", "done_before"),
+    [
+        # the third batch's episodes (Prefect's thread pool: up to two batches are finished)
+        pytest.param("episodes", 3, "local", None, marks=pytest.mark.slow),
+        # the second batch's questions: its episodes are made, not checkpointed
+        pytest.param("programs", 2, "inline", 1, marks=pytest.mark.slow),
+        # inside the third batch's checkpoint, before its DONE marker
+        pytest.param("checkpoint", 3, "inline", 2, marks=pytest.mark.slow),
+        ("shards", 3, "inline", N_BATCHES),  # the third file of the shard writer, written but not renamed
+    ],
+)
+def test_sigkill_then_rerun_gives_the_same_shards(reference: Path, tmp_path: Path, stage, at, runner, done_before):
+    out = tmp_path / "out"
+    killed = run_killed(out, stage, at, runner)
+    assert killed.returncode == -signal.SIGKILL, (killed.returncode, killed.stderr[-2000:])
+    if done_before is not None:
+        assert done_batches(out) == done_before
+    assert not (out / "manifest.json").exists(), "a killed run has no manifest"
+    assert not [p for p in final_files(out) if p.name.startswith("part-") and p.suffix == ".parquet"
+                and pq.ParquetFile(p).metadata is None], "a partial shard under a final name"  # fmt: skip
+    kept = done_batches(out)
+    assert_no_server_left(out)
+    rerun = run(out, "--summary-json", str(tmp_path / "s.json"))
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert json.loads((tmp_path / "s.json").read_text())["batches"]["resumed"] == kept, "finished batches reused"
+    assert shard_digests(out) == shard_digests(reference)
+    assert_complete_and_unique(out)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_keeps_finished_batches(reference: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(out), "--runner", "local", *CONFIG]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while done_batches(out) < 1 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    kept = done_batches(out)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before Ctrl-C arrived (machine too fast for this timing)")
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "resume" in err and "Traceback" not in err, err[-2000:]
+    assert kept >= 1, "finished batches are kept"
+    assert_no_server_left(out)
+    rerun = run(out, "--summary-json", str(tmp_path / "s.json"))
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert json.loads((tmp_path / "s.json").read_text())["batches"]["resumed"] >= kept
+    assert shard_digests(out) == shard_digests(reference)
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size_kb: int, readonly: bool = False) -> Iterator[Path]:
+    where.mkdir(parents=True, exist_ok=True)
+    opts = f"size={size_kb}k" + (",ro" if readonly else "")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)], capture_output=True, check=False
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}); needs root")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.mark.slow
+def test_full_disk_gives_a_clear_message_and_no_partial_shard(reference: Path, tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "disk", 2048) as disk:
+        out = disk / "out"
+        assert run(out).returncode == 0  # checkpoints and shards fit
+        for p in final_files(out):
+            p.unlink()  # the shards must be written again ...
+        filler = disk / "filler"
+        with contextlib.suppress(OSError), open(filler, "wb") as f:  # ... onto a full disk
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        proc = run(out)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "No space left on device" in proc.stderr and "fix:" in proc.stderr and "Traceback" not in proc.stderr
+        assert str(out) in proc.stderr, "the message names the file"
+        assert not [p for p in final_files(out) if p.name.startswith("part-")], "no shard under a final name"
+        assert not list(out.rglob("*.tmp")), "no temporary file left"
+        filler.unlink()
+        proc = run(out)  # space again: the rerun finishes from the checkpoints
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert shard_digests(out) == shard_digests(reference)
+
+
+def test_read_only_output_gives_a_clear_message(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro", 512, readonly=True) as ro:
+        proc = run(ro / "out")
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "Read-only file system" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert "choose another --out" in proc.stderr
