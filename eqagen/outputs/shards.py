@@ -9,6 +9,7 @@ file in the same directory), so a crash never leaves a half-written ``part-*.par
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -54,10 +55,21 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write to ``.<name>.tmp`` beside the target, fsync, then rename: readers never see a partial file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table.combine_chunks(), tmp, row_group_size=ROW_GROUP_ROWS, **WRITER_OPTIONS)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        pq.write_table(table.combine_chunks(), tmp, row_group_size=ROW_GROUP_ROWS, **WRITER_OPTIONS)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:  # a full disk, a read-only directory: no half-written file stays behind
+        tmp.unlink(missing_ok=True)
+        if err.filename:
+            raise
+        # pyarrow's errors carry neither the errno nor the file name: name both for the message
+        code = err.errno or (errno.ENOSPC if "No space left" in str(err) else errno.EIO)
+        raise OSError(code, os.strerror(code), str(path)) from err
+    except BaseException:  # Ctrl-C and the like
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def sort_rows(table: pa.Table, key: str) -> pa.Table:
