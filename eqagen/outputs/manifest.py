@@ -61,8 +61,12 @@ def build_manifest(config: dict[str, Any], seed: int, config_hash: str, shards: 
 
 def write_json_atomic(data: Any, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:  # no half-written file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_manifest(manifest: dict[str, Any], out_dir: Path) -> Path:
