@@ -9,6 +9,7 @@ that is not installed is skipped, so one missing part never breaks the command.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import math
 import shutil
@@ -166,6 +167,28 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("eqagen: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except OSError as err:  # a full disk, a read-only or vanished output directory
+        print(f"eqagen: error: {os_error_text(err)}", file=sys.stderr)
+        return 2
+
+
+# What to do about the operating system's refusals to write.
+OS_ERROR_FIXES = {
+    errno.ENOSPC: "free some space or choose another --out; finished batches are kept, so rerunning resumes",
+    errno.EDQUOT: "free some space or choose another --out; finished batches are kept, so rerunning resumes",
+    errno.EROFS: "the output directory is on a read-only file system: choose another --out",
+    errno.EACCES: "the output directory is not writable: fix its permissions or choose another --out",
+    errno.EPERM: "the output directory is not writable: fix its permissions or choose another --out",
+}
+
+
+def os_error_text(err: OSError) -> str:
+    where = err.filename or "the output directory"
+    what = err.strerror or str(err)
+    fix = OS_ERROR_FIXES.get(err.errno or 0)
+    if fix is None and "No space left" in str(err):  # pyarrow reports the errno only in its text
+        fix = OS_ERROR_FIXES[errno.ENOSPC]
+    return f"cannot write {where}: {what}" + (f"; fix: {fix}" if fix else "")
 
 
 if __name__ == "__main__":
