@@ -38,6 +38,7 @@ from eqagen.core import ConfigError
 from eqagen.flows import pipeline, stages
 
 LOOPBACK = "127.0.0.1"
+WINDOW_PER_WORKER = 2  # tasks in flight per worker: one running, one queued so no worker waits
 
 
 @task(name="sample-batch", cache_policy=NO_CACHE, persist_result=False, retries=0)
@@ -125,23 +126,35 @@ class SharedPrefectApi:
         return None
 
 
-def share_api_with_workers() -> dict[str, str]:
-    """Register :class:`SharedPrefectApi` on the cluster of the current flow's Dask task runner."""
+def share_api_with_workers() -> int:
+    """Register :class:`SharedPrefectApi` on the cluster of the current flow's Dask task runner; returns
+    the number of workers."""
     from distributed.diagnostics.plugin import WorkerPlugin
 
     env = {k: os.environ[k] for k in SHARED_SETTINGS if k in os.environ}
     runner = FlowRunContext.get().task_runner  # type: ignore[union-attr]
     plugin = type("SharedPrefectApiPlugin", (SharedPrefectApi, WorkerPlugin), {})(env)
     runner.client.register_plugin(plugin, name=SharedPrefectApi.name)
-    return env
+    return len(runner.client.scheduler_info().get("workers", {}))
 
 
 def run_batches_whole(
     ctx: pipeline.RunContext, todo: list[stages.Batch], summary: pipeline.RunSummary, on_batch: Callable
 ) -> None:
-    """One task per batch (the Dask way: nothing large crosses the network); summaries as they finish."""
-    share_api_with_workers()
-    futures = [batch_task.submit(ctx, batch) for batch in todo]
-    for fut in as_completed(futures):
+    """One task per batch (the Dask way: nothing large crosses the network); summaries as they finish.
+
+    At most ``WINDOW_PER_WORKER`` tasks per worker are in flight: submitting every batch at once would make
+    the flow's memory (task runs, futures, their states) grow with the dataset instead of the cluster."""
+    n_workers = share_api_with_workers()
+    window = max(2, WINDOW_PER_WORKER * n_workers)
+    queue = iter(todo)
+    running: set[Any] = set()
+    while True:
+        while len(running) < window and (batch := next(queue, None)) is not None:
+            running.add(batch_task.submit(ctx, batch))
+        if not running:
+            return
+        fut = next(as_completed(list(running)))
+        running.discard(fut)
         pipeline.add_batch_seconds(summary.stage_seconds, fut.result())
         on_batch(None)
