@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 
 TARGET_WALL_S = 120.0
 TARGET_ORCHESTRATION_SHARE = 0.15
+TARGET_PEAK_MB = 2048.0  # peak memory of `eqagen generate tag-eqa`
 
 
 def run(preset: str, runner: str | None, extra: list[str], out: Path) -> dict:
@@ -30,11 +32,27 @@ def run(preset: str, runner: str | None, extra: list[str], out: Path) -> dict:
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     process_s = time.perf_counter() - start
+    # Largest resident set of the run or any process it waited for (its Prefect server, pool workers).
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode != 0:
         sys.exit(f"eqagen generate failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     summary = json.loads(summary_path.read_text())
     summary["process_seconds"] = round(process_s, 3)  # including interpreter start and imports
+    summary["peak_rss_mb"] = round(peak_kb / 1024, 1)
     return summary
+
+
+def throughput(summary: dict) -> dict[str, float]:
+    """Items per second of stage work, per stage (summed over workers: per-core throughput)."""
+    counts, secs = summary["counts"], summary["stage_seconds"]
+    rates = {
+        "episodes_per_s": (counts.get("episodes", 0), secs.get("episodes")),
+        "steps_per_s": (counts.get("steps", 0), secs.get("episodes")),
+        "candidate_questions_per_s": (counts.get("candidates", 0), secs.get("programs")),
+        "balance_rows_per_s": (counts.get("candidates", 0), secs.get("balance")),
+        "questions_written_per_s": (counts.get("questions_total", 0), secs.get("write")),
+    }
+    return {k: round(n / s, 2) for k, (n, s) in rates.items() if s}
 
 
 def report(summary: dict) -> dict:
@@ -49,7 +67,14 @@ def report(summary: dict) -> dict:
         print(f"{stage:28s} {secs:9.2f}")
     print(f"{'orchestration (all)':28s} {orchestration:9.2f}  ({share:.1%})")
     print(f"{'wall (process)':28s} {wall:9.2f}")
+    rates = throughput(summary)
+    for name, rate in rates.items():
+        print(f"{name:28s} {rate:9.1f}")
+    peak = summary["peak_rss_mb"]
+    print(f"{'peak memory (MB)':28s} {peak:9.1f}")
     ok_wall, ok_share = wall < TARGET_WALL_S, share < TARGET_ORCHESTRATION_SHARE
+    ok_memory = peak < TARGET_PEAK_MB
+    print(f"target peak memory < {TARGET_PEAK_MB:.0f} MB: {'met' if ok_memory else 'MISSED'} ({peak:.0f} MB)")
     print(f"target wall < {TARGET_WALL_S:.0f} s: {'met' if ok_wall else 'MISSED'} ({wall:.1f} s)")
     print(f"target orchestration < {TARGET_ORCHESTRATION_SHARE:.0%}: {'met' if ok_share else 'MISSED'} ({share:.1%})")
     return {
@@ -60,8 +85,14 @@ def report(summary: dict) -> dict:
         "server_seconds": summary["server_seconds"],
         "counts": summary["counts"],
         "runner": summary["runner"],
-        "targets": {"wall_seconds": TARGET_WALL_S, "orchestration_share": TARGET_ORCHESTRATION_SHARE},
-        "met": {"wall": ok_wall, "orchestration": ok_share},
+        "throughput": rates,
+        "peak_rss_mb": peak,
+        "targets": {
+            "wall_seconds": TARGET_WALL_S,
+            "orchestration_share": TARGET_ORCHESTRATION_SHARE,
+            "peak_rss_mb": TARGET_PEAK_MB,
+        },
+        "met": {"wall": ok_wall, "orchestration": ok_share, "memory": ok_memory},
     }
 
 
