@@ -18,6 +18,8 @@ import numpy as np
 from eqagen.core import DataFileError
 from eqagen.curation.audit import dataset_stats, sha256_file
 
+DATASET_TABLES = ("questions", "episodes")
+
 
 @dataclass
 class Check:
@@ -47,7 +49,8 @@ def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def check_shards(out_dir: Path, manifest: dict[str, Any]) -> list[Check]:
     listed = manifest_shards(manifest)
-    on_disk = {p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*.parquet")}
+    # Only the dataset's own tables: a run's resume checkpoints (.eqagen/) are not shards.
+    on_disk = {p.relative_to(out_dir).as_posix() for t in DATASET_TABLES for p in (out_dir / t).rglob("*.parquet")}
     checks = [
         Check("no unlisted shards", not (on_disk - set(listed)), ", ".join(sorted(on_disk - set(listed)))),
         Check("no missing shards", not (set(listed) - on_disk), ", ".join(sorted(set(listed) - on_disk))),

@@ -85,6 +85,18 @@ def test_audit_passes_untouched_and_catches_a_changed_shard(dataset):
     assert "stats.json equals the statistics recomputed from the shards" in failed
 
 
+def test_files_outside_the_tables_are_not_shards(dataset):
+    stray = dataset / ".eqagen" / "batches" / "b0" / "questions.parquet"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"checkpoint")
+    _, checks = audit_dir(dataset)
+    assert all(c.ok for c in checks if "shards" in c.name)
+    extra = dataset / "questions" / "split=train" / "part-09999.parquet"
+    extra.write_bytes((dataset / "questions" / "split=val" / "part-00000.parquet").read_bytes())
+    _, checks = audit_dir(dataset)
+    assert {c.name for c in checks if not c.ok} >= {"no unlisted shards"}
+
+
 def test_not_a_dataset_names_the_missing_file(tmp_path):
     with pytest.raises(DataFileError, match=r"manifest\.json"):
         audit_dir(tmp_path)
