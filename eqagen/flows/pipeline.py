@@ -1,7 +1,7 @@
 """One generate run as plain functions: the batch work units and the dataset-level finish.
 
 :func:`run_batch` is the unit a task runs (one batch: episodes, then programs, then its checkpoint);
-:func:`finish` reads every checkpoint and runs balance -> render -> paraphrase -> split -> write ->
+:func:`finish` reads every checkpoint and runs balance -> render -> split -> paraphrase -> write ->
 audit. :func:`generate_inline` chains them in this process without Prefect (the ``inline`` runner,
 and what most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect tasks.
 """
@@ -131,7 +131,7 @@ def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
 def run_dataset_stages(
     config: Any, questions: pa.Table, funnel: dict[str, Any], seconds: dict[str, float]
 ) -> tuple[pa.Table, dict[str, Any]]:
-    """balance -> render -> paraphrase -> split on the questions table; the schema is kept exact."""
+    """balance -> render -> split -> paraphrase on the questions table; the schema is kept exact."""
     stage_stats: dict[str, Any] = {}
     for name in stages.DATASET_STAGE_ORDER:
         section = getattr(config, name, None)

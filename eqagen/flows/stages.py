@@ -1,7 +1,7 @@
 """The pipeline's stages as plain functions: callable and testable without Prefect.
 
 plan scenes -> sample episodes (per batch) -> sample and check programs (per batch) -> balance ->
-render -> paraphrase -> split -> write shards -> audit.
+render -> split -> paraphrase -> write shards -> audit.
 
 The two batched stages work on tens of episodes at a time; their results are checkpointed per batch
 (:mod:`eqagen.flows.checkpoints`). The dataset-level stages take and return the questions table
@@ -38,7 +38,8 @@ DATASET_STAGES: dict[str, str] = {
     "paraphrase": "eqagen.paraphrase.stage:paraphrase_table",
     "split": "eqagen.curation.splits:split",
 }
-DATASET_STAGE_ORDER = ("balance", "render", "paraphrase", "split")
+# split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
+DATASET_STAGE_ORDER = ("balance", "render", "split", "paraphrase")
 
 
 @dataclass(frozen=True)
