@@ -200,3 +200,43 @@ def test_prefect_state_stays_under_the_output(demo_run) -> None:
     summary = json.loads((demo_run.parent / "s.json").read_text())
     assert summary["runner"] == "local" and summary["server_seconds"] > 0
     assert summary["counts"]["episodes"] == 36
+
+
+def test_audit_of_the_demo_recomputes_stats_json_and_passes_every_check(demo_run, tmp_path) -> None:
+    """Every count the run wrote into stats.json equals the count recomputed from its shards."""
+    from eqagen.curation.audit import dataset_stats
+
+    recorded = json.loads((demo_run / "stats.json").read_text())
+    assert recorded["dataset"] == json.loads(json.dumps(dataset_stats(demo_run)))
+    report = tmp_path / "audit.json"
+    proc = run_eqagen("audit", str(demo_run), "--json", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = json.loads(report.read_text())["checks"]
+    assert checks and all(c["ok"] for c in checks)
+    assert recorded["funnel"]["balance"]["out"] == sum(recorded["dataset"]["questions"]["per_split"].values())
+
+
+def test_demo_card_front_matter_names_every_split_and_column(demo_run) -> None:
+    import yaml
+
+    text = (demo_run / "README.md").read_text()
+    front = yaml.safe_load(text.split("---\n")[1])
+    questions = next(c for c in front["configs"] if c["config_name"] == "questions")
+    assert {d["split"] for d in questions["data_files"]} == {"train", "val", "test"}
+    features = next(i for i in front["dataset_info"] if i["config_name"] == "questions")["features"]
+    from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+
+    assert [f["name"] for f in features] == QUESTIONS_SCHEMA.names
+
+
+def test_demo_exports_to_openeqa_and_jsonl(demo_run, tmp_path) -> None:
+    from eqagen.core import OPENEQA_CATEGORIES
+
+    oe, test_rows = tmp_path / "oe.json", tmp_path / "t.jsonl"
+    assert run_eqagen("export", str(demo_run), "--format", "openeqa", "--out", str(oe)).returncode == 0
+    items = json.loads(oe.read_text())
+    n = sum(json.loads((demo_run / "stats.json").read_text())["dataset"]["questions"]["per_split"].values())
+    assert len(items) == n and {i["category"] for i in items} <= set(OPENEQA_CATEGORIES)
+    proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--split", "test", "--out", str(test_rows))
+    assert proc.returncode == 0
+    assert {json.loads(line)["split"] for line in test_rows.read_text().splitlines()} == {"test"}
