@@ -1,7 +1,8 @@
 """The Prefect flow ``generate``: the library units of :mod:`eqagen.flows.pipeline` as tasks over batches.
 
-plan (one task) -> per batch: sample episodes -> sample and check programs + checkpoint (two tasks)
--> finish (one task: balance, render, paraphrase, split, write shards, audit). A batch already
+plan (one task) -> per batch: sample episodes, sample and check programs, checkpoint (one task,
+:mod:`eqagen.flows.runners`, a bounded number in flight) -> finish
+(one task: balance, render, paraphrase, split, write shards, audit). A batch already
 checkpointed by an interrupted run is not submitted again.
 
 Orchestration kept cheap: tasks take batches of tens of episodes, results are not persisted, inputs
@@ -20,10 +21,8 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
 from eqagen.flows import pipeline, progress, runners, stages
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
@@ -35,18 +34,6 @@ TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fals
 def plan_task(config: Any) -> tuple[list[stages.Batch], float]:
     start = time.perf_counter()
     return stages.plan_batches(config.generation, config.seed), time.perf_counter() - start
-
-
-@task(name="sample-episodes", **TASK_OPTIONS)
-def episodes_task(batch: stages.Batch) -> tuple[list[Any], float]:
-    return pipeline.episodes_unit(batch)
-
-
-@task(name="sample-programs", **TASK_OPTIONS)
-def programs_task(ctx: pipeline.RunContext, batch: stages.Batch, episodes: tuple[list[Any], float]) -> dict[str, Any]:
-    summary = pipeline.programs_unit(ctx, batch, episodes[0])
-    summary["seconds"]["episodes"] = episodes[1]
-    return summary
 
 
 @task(name="balance-render-paraphrase-split-write-audit", **TASK_OPTIONS)
@@ -62,22 +49,6 @@ def task_runner(runner: Any) -> Any:
     return runners.dask_task_runner(runner)  # the dask extra
 
 
-def run_batches(
-    ctx: pipeline.RunContext, todo: list[stages.Batch], summary: pipeline.RunSummary, on_batch: Callable
-) -> None:
-    """Submit episodes tasks; as each finishes, submit its programs task; wait for all programs tasks."""
-    # Results are taken here and handed on with quote(): Prefect then neither walks every array of every
-    # episode looking for nested futures nor pickles a future (which the process pool cannot).
-    episode_futures = {episodes_task.submit(quote(b)): b for b in todo}
-    program_futures = []
-    for fut in as_completed(list(episode_futures)):
-        batch = episode_futures[fut]
-        program_futures.append(programs_task.submit(quote(ctx), quote(batch), quote(fut.result())))
-    for fut in as_completed(program_futures):
-        pipeline.add_batch_seconds(summary.stage_seconds, fut.result())
-        on_batch(None)
-
-
 @flow(name="generate", persist_result=False, log_prints=False, validate_parameters=False)
 def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     ctx = pipeline.make_context(config, Path(out_dir))
@@ -90,9 +61,9 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     for _ in finished:
         progress.notify_batch()
     todo = [b for b in batches if b.name not in finished]
-    # On Dask one task per batch: no episode crosses the network (runners.py says why).
-    run = runners.run_batches_whole if config.runner.kind == "dask" else run_batches
-    run(ctx, todo, summary, progress.notify_batch)
+    # One task per batch, a bounded number in flight: memory and checkpoints follow the workers, not the
+    # dataset (runners.run_batches_whole says why).
+    runners.run_batches_whole(ctx, todo, summary, progress.notify_batch, config.runner)
     return finish_task(config, ctx, names, summary)
 
 

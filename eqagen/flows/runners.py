@@ -139,13 +139,20 @@ def share_api_with_workers() -> int:
 
 
 def run_batches_whole(
-    ctx: pipeline.RunContext, todo: list[stages.Batch], summary: pipeline.RunSummary, on_batch: Callable
+    ctx: pipeline.RunContext,
+    todo: list[stages.Batch],
+    summary: pipeline.RunSummary,
+    on_batch: Callable,
+    runner: Any,
 ) -> None:
-    """One task per batch (the Dask way: nothing large crosses the network); summaries as they finish.
+    """One task per batch, summaries as they finish, at most ``WINDOW_PER_WORKER`` tasks per worker in flight.
 
-    At most ``WINDOW_PER_WORKER`` tasks per worker are in flight: submitting every batch at once would make
-    the flow's memory (task runs, futures, their states) grow with the dataset instead of the cluster."""
-    n_workers = share_api_with_workers()
+    Whole-batch tasks: nothing large crosses a process or the network (the task returns a small summary).
+    The window: submitting every batch at once makes a thread or process pool run every batch's first
+    stage before any batch's second (it is first in, first out), so no checkpoint is written until all
+    episodes exist and all of them sit in memory; and the flow's own memory (task runs, futures, their
+    states) grows with the dataset instead of the number of workers."""
+    n_workers = share_api_with_workers() if runner.kind == "dask" else runner.workers
     window = max(2, WINDOW_PER_WORKER * n_workers)
     queue = iter(todo)
     running: set[Any] = set()
