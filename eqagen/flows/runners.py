@@ -10,9 +10,12 @@ tcp://HOST:PORT``) or a local one of ``runner.workers`` processes started for th
   carry seconds of work: a batch of tens of episodes does (20-50 episodes take 5-20 s here), and no
   episode ever travels between workers or back to the flow.
 - Every worker talks to the one Prefect API server the run started: prefect-dask ships the flow's
-  settings context (``PREFECT_API_URL`` included) with every task, so no worker starts a server of its
-  own. For a cluster on other machines the server listens on this machine's address on the network
-  that reaches the scheduler (:func:`api_host`) instead of the loopback interface.
+  settings context (``PREFECT_API_URL`` included) with every task, and :class:`SharedPrefectApi` puts
+  the URL into each worker's environment too, so no worker starts a server of its own. The server
+  listens on 127.0.0.1; :func:`api_host` says which address it would need for workers on other
+  machines (not yet used by the server: see docs/robustness.md).
+- Every Prefect runner (threads, processes, Dask) uses these whole-batch tasks with at most
+  ``WINDOW_PER_WORKER`` per worker in flight (:func:`run_batches_whole`).
 - Workers write the checkpoints themselves, so they must see the output directory at the same path
   (a shared file system for a multi-machine cluster; always true for a local one and on 127.0.0.1).
 
