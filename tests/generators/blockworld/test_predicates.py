@@ -150,6 +150,8 @@ def _query(q, rows, ents, subject):
         return (hits, "yes") if hits else ((pool, "no") if pool else None)
     if q.name == "count":
         return (ents, str(len(ents))) if ents else None
+    if q.name == "listObjects":
+        return (ents, ", ".join(sorted(rows[i]["type"] for i in ents))) if ents else None
     if q.name == "getMaterial":
         pool = [i for i in ents if rows[i]["material"] and CATEGORY_OF.get(rows[i]["type"]) in ("plant", "structure")]
         return (pool, ", ".join(sorted({rows[i]["material"] for i in pool}))) if pool else None
@@ -212,5 +214,5 @@ def test_answers_agree_with_brute_force(episodes):
             if acc.program.query.name == "existsKind":
                 exists_answers.update(v for _, _, v in engine)
     assert compared >= 100
-    assert set(by_query) == {"existsKind", "count", "getMaterial", "getBiome", "getRegion"}
+    assert set(by_query) == {"existsKind", "count", "getMaterial", "getBiome", "getRegion", "listObjects"}
     assert exists_answers == {"yes", "no"}
