@@ -10,7 +10,6 @@ file in the same directory), so a crash never leaves a half-written ``part-*.par
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from eqagen.curation.audit import sha256_file
 
 # Fixed writer options: the same table always gives the same bytes with a given pyarrow version.
 WRITER_OPTIONS = {
@@ -43,12 +44,7 @@ class ShardInfo:
         return {"path": self.path, "rows": self.rows, "sha256": self.sha256, "bytes": self.bytes}
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256_of = sha256_file  # one implementation, shared with the audit that checks these digests
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
