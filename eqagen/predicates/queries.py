@@ -34,14 +34,28 @@ def seen_entities(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask.any(axis=0))
 
 
+def exists_outcome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """An existence query ("are there pigs?"): ``yes`` with the entities of the asked type in the
+    selection, else ``no`` with what the selection holds. World families register it under their name."""
+    subject = query.args.get("subject")
+    if subject and subject != query.arg:
+        return None
+    ents = seen_entities(mask)
+    if ents.size == 0:
+        return None
+    hits = ents[ctx.types[ents] == query.arg]
+    return Outcome(hits, "yes") if hits.size else Outcome(ents, "no")
+
+
 def last_step(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
     """For each entity, the last step its mask holds (the last time the agent saw it so)."""
     cols = mask[:, entities]
     return mask.shape[0] - 1 - np.argmax(cols[::-1], axis=0)
 
 
-def join_values(values: list[str]) -> str:
-    return ", ".join(sorted(set(values)))
+def join_values(values) -> str:
+    """Distinct values as text, sorted and comma-joined: the answer of an aggregate over several entities."""
+    return ", ".join(sorted({str(v) for v in values}))
 
 
 def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:

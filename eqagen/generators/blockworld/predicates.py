@@ -29,6 +29,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
 
 QUADRANT_NAMES = ("northwest", "northeast", "southwest", "southeast")
 MOB_KINDS = ("bat", "chicken", "cow", "pig", "polar_bear", "rabbit", "sheep", "strider", "villager", "wolf")
@@ -115,12 +116,8 @@ def in_structure(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
 
 
 # -- queries ----------------------------------------------------------------------------------------------
-def _seen(mask: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(mask.any(axis=0))
-
-
-def _join(values) -> str:
-    return ", ".join(sorted({str(v) for v in values}))
+_seen = seen_entities
+_join = join_values
 
 
 def _category_mask(ctx: EpisodeContext, category: str) -> np.ndarray:
@@ -144,14 +141,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
 )
 def exists_kind(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``yes`` with the entities of the asked kind in the selection, else ``no`` with what it holds."""
-    subject = query.args.get("subject")
-    if subject and subject != query.arg:
-        return None
-    ents = _seen(mask)
-    if ents.size == 0:
-        return None
-    hits = ents[ctx.types[ents] == query.arg]
-    return Outcome(hits, "yes") if hits.size else Outcome(ents, "no")
+    return exists_outcome(ctx, query, mask)
 
 
 def _has_material(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:

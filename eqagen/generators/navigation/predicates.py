@@ -30,6 +30,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
 from eqagen.templates.words import plural
 
 LANDMARK_RADIUS = 1.5  # m between centres (floor plane) for "next to"
@@ -95,12 +96,8 @@ def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 
 
 # -- queries ----------------------------------------------------------------------------------------------
-def _seen(mask: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(mask.any(axis=0))
-
-
-def _join(values) -> str:
-    return ", ".join(sorted({str(v) for v in values}))
+_seen = seen_entities
+_join = join_values
 
 
 def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
@@ -120,14 +117,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
 )
 def exists_object(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``yes`` with the objects of the asked kind in the selection, else ``no`` with what it holds."""
-    subject = query.args.get("subject")
-    if subject and subject != query.arg:
-        return None
-    ents = _seen(mask)
-    if ents.size == 0:
-        return None
-    hits = ents[ctx.types[ents] == query.arg]
-    return Outcome(hits, "yes") if hits.size else Outcome(ents, "no")
+    return exists_outcome(ctx, query, mask)
 
 
 def _has_room(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
