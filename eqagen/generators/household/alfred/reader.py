@@ -27,16 +27,8 @@ import numpy as np
 
 from eqagen.core import DataFileError
 from eqagen.core.errors import malformed_file
+from eqagen.generators.household.tasks import TASK_TYPES
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "pick_two_obj_and_place",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_and_place_with_movable_recep",
-)
 LAYOUTS_HINT = (
     "pass --layouts DIR or set EQAGEN_REALDATA so that $EQAGEN_REALDATA/alfred/layouts exists; the files "
     "are ALFRED's gen/layouts (https://github.com/askforalfred/alfred/tree/master/gen/layouts)"
