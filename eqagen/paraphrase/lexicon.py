@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
+# The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
+from eqagen.templates.words import label, plural
+
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
@@ -177,7 +180,6 @@ TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_IRREGULAR_PLURALS = {"knife": "knives", "shelf": "shelves", "loaf": "loaves", "sheep": "sheep", "fish": "fish"}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -187,24 +189,12 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def plural(phrase: str) -> str:
-    head, _, last = phrase.rpartition(" ")
-    if last in _IRREGULAR_PLURALS:
-        word = _IRREGULAR_PLURALS[last]
-    elif re.search(r"(s|x|z|ch|sh|o)$", last):
-        word = last + "es"
-    elif re.search(r"[^aeiou]y$", last):
-        word = last[:-1] + "ies"
-    else:
-        word = last + "s"
-    return f"{head} {word}" if head else word
-
-
 def type_forms(type_name: str) -> set[str]:
     """Surface forms of an object type: 'CounterTop' -> counter top, countertop, counter, ... (+ plurals)."""
     base = type_name.split("#")[0]
     spaced = _CAMEL.sub(" ", base).replace("_", " ").lower().strip()
-    forms = {spaced, spaced.replace(" ", "")} | set(TYPE_SYNONYMS.get(base, ()))
+    # label() is the phrase the templates write ("apple slice" for AppleSliced): always a surface form.
+    forms = {spaced, spaced.replace(" ", ""), label(base)} | set(TYPE_SYNONYMS.get(base, ()))
     return forms | {plural(f) for f in forms}
 
 

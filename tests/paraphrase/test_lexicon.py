@@ -44,3 +44,16 @@ def test_plural_rules():
     assert [lx.plural(w) for w in ("mug", "box", "potato", "shelf", "strawberry", "dining table")] == [
         "mugs", "boxes", "potatoes", "shelves", "strawberries", "dining tables",
     ]  # fmt: skip
+
+
+def test_every_household_type_is_recognised_in_the_template_singular_and_plural():
+    from eqagen.generators.household.objects import catalog
+    from eqagen.templates.words import label, plural
+
+    for name in catalog().index:
+        forms = lx.type_forms(name)
+        assert label(name) in forms and plural(label(name)) in forms, name
+
+
+def test_irregular_plurals_are_the_ones_the_templates_write():
+    assert {"cacti", "mice", "knives"} <= lx.type_forms("Cactus") | lx.type_forms("Mouse") | lx.type_forms("Knife")
