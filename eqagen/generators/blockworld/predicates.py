@@ -116,8 +116,6 @@ def in_structure(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
 
 
 # -- queries ----------------------------------------------------------------------------------------------
-_seen = seen_entities
-_join = join_values
 
 
 def _category_mask(ctx: EpisodeContext, category: str) -> np.ndarray:
@@ -165,8 +163,8 @@ def _has_material(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     ),
 )
 def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    ents = _seen(mask)
-    return Outcome(ents, _join(ctx.attribute("material")[ents])) if ents.size else None
+    ents = seen_entities(mask)
+    return Outcome(ents, join_values(ctx.attribute("material")[ents])) if ents.size else None
 
 
 @register_query(
@@ -181,8 +179,8 @@ def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     ),
 )
 def get_biome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    ents = _seen(mask)
-    return Outcome(ents, _join(ctx.attribute("biome")[ents])) if ents.size else None
+    ents = seen_entities(mask)
+    return Outcome(ents, join_values(ctx.attribute("biome")[ents])) if ents.size else None
 
 
 def region_args(ctx: EpisodeContext) -> list[QuerySpec]:
@@ -209,13 +207,13 @@ def region_args(ctx: EpisodeContext) -> list[QuerySpec]:
 )
 def get_region(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The quadrant of each selected entity, or the kind of structure it is in ("outside" if none)."""
-    ents = _seen(mask)
+    ents = seen_entities(mask)
     if ents.size == 0:
         return None
     if query.arg == "quadrant":
-        return Outcome(ents, _join(ctx.attribute("quadrant")[ents]))
+        return Outcome(ents, join_values(ctx.attribute("quadrant")[ents]))
     owner = _structure_of(ctx)[ents]
-    return Outcome(ents, _join(str(ctx.types[o]) if o >= 0 else "outside" for o in owner.tolist()))
+    return Outcome(ents, join_values(str(ctx.types[o]) if o >= 0 else "outside" for o in owner.tolist()))
 
 
 forbid_pair("property", "material", "getMaterial", "*")

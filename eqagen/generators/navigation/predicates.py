@@ -96,8 +96,6 @@ def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 
 
 # -- queries ----------------------------------------------------------------------------------------------
-_seen = seen_entities
-_join = join_values
 
 
 def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
@@ -138,8 +136,8 @@ def _has_room(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     ),
 )
 def get_room(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    ents = _seen(mask)
-    return Outcome(ents, _join(ctx.attribute("room")[ents])) if ents.size else None
+    ents = seen_entities(mask)
+    return Outcome(ents, join_values(ctx.attribute("room")[ents])) if ents.size else None
 
 
 def nearest_landmarks(ctx: EpisodeContext) -> np.ndarray:
@@ -173,10 +171,10 @@ def nearest_landmarks(ctx: EpisodeContext) -> np.ndarray:
     ),
 )
 def nearest_landmark(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    ents = _seen(mask)
+    ents = seen_entities(mask)
     if ents.size == 0:
         return None
-    return Outcome(ents, _join(ctx.types[nearest_landmarks(ctx)[ents]]))
+    return Outcome(ents, join_values(ctx.types[nearest_landmarks(ctx)[ents]]))
 
 
 forbid_pair("region", "in_room", "getRoom", "*")
