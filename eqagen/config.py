@@ -2,9 +2,8 @@
 
 A config has a few sections of its own (``generation``, ``output``, ``runner``) and composes the
 sections of the stages that define their own pydantic models (``questions``, ``balance``,
-``paraphrase``, ``split``): :data:`SECTION_MODELS` names each by ``module:Class`` and the top-level
-model is assembled from it, so adding a stage's section is a one-line edit here. A section whose
-module cannot be imported is kept as a plain mapping (and said so by :func:`unvalidated_sections`).
+``paraphrase``, ``split``): each is typed by its own package's model, so every key of every section
+is validated and an unknown one is rejected by name.
 
 Presets are YAML files in ``eqagen/presets``; ``load_config("demo")`` and ``load_config("my.yaml")``
 both work, and ``--set generation.n_episodes=10`` overrides any key.
@@ -12,24 +11,18 @@ both work, and ``--set generation.n_episodes=10`` overrides any key.
 
 from __future__ import annotations
 
-import functools
-import importlib
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eqagen.core import ConfigError, UnknownNameError, stable_hash
+from eqagen.curation.config import BalanceConfig, SplitConfig
+from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.predicates.config import QuestionConfig
 
-# Stage sections defined by the stages' own packages: section name -> "module:Class".
-SECTION_MODELS: dict[str, str] = {
-    "questions": "eqagen.predicates:QuestionConfig",
-    "balance": "eqagen.curation.config:BalanceConfig",
-    "paraphrase": "eqagen.paraphrase.config:ParaphraseConfig",
-    "split": "eqagen.curation.config:SplitConfig",
-}
 RUNNER_KINDS = ("local", "processes", "dask", "inline")
 # Sections that change how a run is executed but never what it produces (left out of the config hash).
 EXECUTION_SECTIONS = ("runner",)
@@ -75,37 +68,17 @@ class RunnerConfig(_Strict):
     progress: bool = Field(True, description="progress bars on stderr")
 
 
-class _PipelineBase(_Strict):
+class PipelineConfig(_Strict):
     name: str = "custom"
     description: str = ""
     seed: int = Field(0, ge=0)
     generation: GenerationConfig = GenerationConfig()
     output: OutputConfig = OutputConfig()
     runner: RunnerConfig = RunnerConfig()
-
-
-def _import_section(spec: str) -> type[BaseModel] | None:
-    module, _, name = spec.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-@functools.cache
-def pipeline_model() -> type[_PipelineBase]:
-    """The top-level model, with each stage section typed by its own model where that is importable."""
-    fields: dict[str, Any] = {}
-    for section, spec in SECTION_MODELS.items():
-        model = _import_section(spec)
-        fields[section] = (
-            (model, Field(default_factory=model)) if model else (dict[str, Any], Field(default_factory=dict))
-        )
-    return create_model("PipelineConfig", __base__=_PipelineBase, **fields)
-
-
-def unvalidated_sections() -> list[str]:
-    return [s for s, spec in SECTION_MODELS.items() if _import_section(spec) is None]
+    questions: QuestionConfig = Field(default_factory=QuestionConfig)
+    balance: BalanceConfig = Field(default_factory=BalanceConfig)
+    paraphrase: ParaphraseConfig = Field(default_factory=ParaphraseConfig)
+    split: SplitConfig = Field(default_factory=SplitConfig)
 
 
 def _allowed_for(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
@@ -135,8 +108,8 @@ def config_error(err: ValidationError, model: type[BaseModel], source: str | Non
     return ConfigError(key, problem, allowed, source)
 
 
-def validate_config(data: dict[str, Any], source: str | None = None) -> _PipelineBase:
-    model = pipeline_model()
+def validate_config(data: dict[str, Any], source: str | None = None) -> PipelineConfig:
+    model = PipelineConfig
     if not isinstance(data, dict):
         raise ConfigError("(top level)", "a config must be a YAML mapping", None, source)
     try:
@@ -203,7 +176,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
 
 def load_config(
     preset_or_path: str, overrides: list[str] | tuple[str, ...] = (), seed: int | None = None
-) -> _PipelineBase:
+) -> PipelineConfig:
     """Read, override and validate a config. Raises ConfigError / UnknownNameError with the fix."""
     data, source = read_config_source(preset_or_path)
     for assignment in overrides:

@@ -19,7 +19,8 @@ import pyarrow as pa
 from eqagen.core import DataFileError
 from eqagen.curation.config import SplitConfig
 from eqagen.curation.splits import split
-from eqagen.outputs.manifest import build_manifest, read_manifest, write_json_atomic, write_manifest
+from eqagen.outputs.audit_files import previous_stats, write_audit_files
+from eqagen.outputs.manifest import build_manifest, read_manifest, write_manifest
 from eqagen.outputs.readers import read_shards
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, sha256_of, write_shards
@@ -46,7 +47,10 @@ def resplit(in_dir: Path, out_dir: Path, config: SplitConfig, seed: int, report:
     new_manifest["resplit"] = {"seed": int(seed), "split": new_config["split"], "source_rows": manifest["rows"]}
     write_manifest(new_manifest, out_dir)
     episodes = read_shards([out_dir / s.path for s in written if s.path.startswith("episodes/")], EPISODES_SCHEMA)
-    write_audit_files(in_dir, out_dir, questions, episodes, stats, new_manifest, report)
+    old = previous_stats(in_dir)
+    split_stats = {"implementation": "eqagen.curation.splits:split", **stats, "resplit": True}
+    stages = {**old.get("stages", {}), "split": split_stats}
+    write_audit_files(out_dir, questions, episodes, old.get("funnel", {}), stages, new_manifest, report)
     return stats
 
 
@@ -109,35 +113,3 @@ def copy_shards(in_dir: Path, out_dir: Path, shards: list[ShardInfo]) -> list[Sh
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(in_dir / shard.path, target)
     return list(shards)
-
-
-def write_audit_files(
-    in_dir: Path,
-    out_dir: Path,
-    questions: pa.Table,
-    episodes: pa.Table,
-    split_stats: dict[str, Any],
-    manifest: dict[str, Any],
-    report: bool = True,
-) -> None:
-    """stats.json (the input's funnel and stage statistics, the new split's), card and report."""
-    old_path = in_dir / "stats.json"
-    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else {}
-    funnel = old.get("funnel", {})
-    stages = dict(old.get("stages", {}))
-    stages["split"] = {"implementation": "eqagen.curation.splits:split", **split_stats, "resplit": True}
-    try:
-        from eqagen.curation.audit import build_stats
-    except ImportError:
-        write_json_atomic({"funnel": funnel, "stages": stages}, out_dir / "stats.json")
-        return
-    stats = build_stats(questions, episodes, funnel, stages)
-    write_json_atomic(stats, out_dir / "stats.json")
-    try:
-        from eqagen.outputs.card import render_card, write_card
-        from eqagen.outputs.report import write_report
-    except ImportError:
-        return
-    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
-    if report:
-        write_report(stats, out_dir / "report.html")

@@ -1,7 +1,7 @@
 """One generate run as plain functions: the batch work units and the dataset-level finish.
 
 :func:`run_batch` is the unit a task runs (one batch: episodes, then programs, then its checkpoint);
-:func:`finish` reads every checkpoint and runs balance -> render -> split -> paraphrase -> write ->
+:func:`finish` reads every checkpoint and runs balance -> split -> paraphrase -> write ->
 audit. :func:`generate_inline` chains them in this process without Prefect (the ``inline`` runner,
 and what most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect tasks.
 """
@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 from eqagen.config import batches_hash, config_hash, resolved
 from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore, work_dir
-from eqagen.outputs.manifest import build_manifest, write_json_atomic, write_manifest
-from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episodes_table, questions_table
+from eqagen.outputs.audit_files import write_audit_files
+from eqagen.outputs.manifest import build_manifest, write_manifest
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA, episodes_table, questions_table
 from eqagen.outputs.shards import ShardInfo, write_shards
 
 BATCHED_STAGES = ("episodes", "programs")
@@ -131,7 +132,7 @@ def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
 def run_dataset_stages(
     config: Any, questions: pa.Table, funnel: dict[str, Any], seconds: dict[str, float]
 ) -> tuple[pa.Table, dict[str, Any]]:
-    """balance -> render -> split -> paraphrase on the questions table; the schema is kept exact."""
+    """balance -> split -> paraphrase on the questions table; the schema is kept exact."""
     stage_stats: dict[str, Any] = {}
     for name in stages.DATASET_STAGE_ORDER:
         section = getattr(config, name, None)
@@ -152,33 +153,6 @@ def write_outputs(questions: pa.Table, episodes: pa.Table, out_dir: Path, rows_p
     return shards
 
 
-def write_audit(
-    out_dir: Path,
-    questions: pa.Table,
-    episodes: pa.Table,
-    funnel: dict[str, Any],
-    stage_stats: dict[str, Any],
-    manifest: dict[str, Any],
-) -> list[str]:
-    """stats.json, the dataset card (README.md) and report.html, where the audit package provides them."""
-    try:
-        from eqagen.curation.audit import build_stats
-    except ImportError:
-        write_json_atomic({"funnel": funnel, "stages": stage_stats}, out_dir / "stats.json")
-        return ["stats.json"]
-    stats = build_stats(questions, episodes, funnel, stage_stats)
-    write_json_atomic(stats, out_dir / "stats.json")
-    written = ["stats.json"]
-    try:
-        from eqagen.outputs.card import render_card, write_card
-        from eqagen.outputs.report import write_report
-    except ImportError:
-        return written
-    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
-    write_report(stats, out_dir / "report.html")
-    return [*written, "README.md", "report.html"]
-
-
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too)."""
     seconds = summary.stage_seconds
@@ -195,7 +169,7 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     seconds["write"] = time.perf_counter() - start
     start = time.perf_counter()
     stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
-    write_audit(ctx.out_dir, questions, episodes, funnel, stage_stats, manifest)
+    write_audit_files(ctx.out_dir, questions, episodes, funnel, stage_stats, manifest)
     seconds["audit"] = time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from eqagen.flows.pipeline import RunSummary
 
-STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "render", "split", "paraphrase",
+STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "split", "paraphrase",
                "write", "audit")  # fmt: skip
 
 

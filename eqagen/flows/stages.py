@@ -1,20 +1,19 @@
 """The pipeline's stages as plain functions: callable and testable without Prefect.
 
 plan scenes -> sample episodes (per batch) -> sample and check programs (per batch) -> balance ->
-render -> split -> paraphrase -> write shards -> audit.
+split -> paraphrase -> write shards -> audit. (Question and answer text are rendered with each
+program by the question engine, so there is no separate render stage.)
 
 The two batched stages work on tens of episodes at a time; their results are checkpointed per batch
 (:mod:`eqagen.flows.checkpoints`). The dataset-level stages take and return the questions table
 (``pa.Table`` with :data:`~eqagen.outputs.schemas.QUESTIONS_SCHEMA`) plus a dict of statistics; each
-is looked up in :data:`DATASET_STAGES` by ``module:function`` with the signature
-``fn(table, section_config, seed) -> (table, stats)``, and falls back to the placeholder here while
-its package does not provide it.
+is a function of its own package in :data:`DATASET_STAGES`, with the signature
+``fn(table, section_config, seed) -> (table, stats)``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -25,21 +24,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eqagen.core import SPLITS, Episode, QARecord, derive_rng, stable_hash
+from eqagen.core import SPLITS, Episode, QARecord, derive_rng
+from eqagen.curation.balance import balance
+from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
+from eqagen.paraphrase.stage import paraphrase_table
 
 Sampler = Callable[[Episode, Any, np.random.Generator], "tuple[list[QARecord], Counter[str]]"]
 TableStage = Callable[[pa.Table, Any, int], "tuple[pa.Table, dict[str, Any]]"]
 
-# Dataset-level stages provided by their own packages (same signature as the placeholders below).
-DATASET_STAGES: dict[str, str] = {
-    "balance": "eqagen.curation.balance:balance",
-    "render": "eqagen.templates.stage:render_table",
-    "paraphrase": "eqagen.paraphrase.stage:paraphrase_table",
-    "split": "eqagen.curation.splits:split",
-}
+# Dataset-level stages, each provided by its own package.
+DATASET_STAGES: dict[str, TableStage] = {"balance": balance, "split": split, "paraphrase": paraphrase_table}
 # split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
-DATASET_STAGE_ORDER = ("balance", "render", "split", "paraphrase")
+DATASET_STAGE_ORDER = ("balance", "split", "paraphrase")
 
 
 @dataclass(frozen=True)
@@ -123,58 +120,11 @@ def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: S
 # --- dataset-level stages -------------------------------------------------------------------------
 
 
-def passthrough(table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any]]:
-    """Placeholder of a stage whose package has not provided it: the table is unchanged."""
-    return table, {"implementation": "passthrough"}
-
-
-def _ratios(section: Any) -> tuple[float, float, float]:
-    ratios = section.get("ratios") if isinstance(section, dict) else getattr(section, "ratios", None)
-    return tuple(ratios) if ratios else (0.70, 0.15, 0.15)  # type: ignore[return-value]
-
-
-def placeholder_split(table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any]]:
-    """Deterministic seeded split until the stratified splits stage lands: whole episodes, in an order
-    drawn from ``(seed, episode_id)``, go to train, val, test until each reaches its share of questions."""
-    names = ("train", "val", "test")
-    ratios = np.asarray(_ratios(section), np.float64)
-    episode_ids = table["episode_id"].to_pylist()
-    counts = Counter(episode_ids)
-    order = sorted(counts, key=lambda e: stable_hash(seed, "split", e))
-    sizes = np.array([counts[e] for e in order], np.float64)
-    start = np.cumsum(sizes) - sizes  # questions before this episode in the drawn order
-    bounds = np.cumsum(ratios / ratios.sum()) * len(episode_ids)
-    which = np.minimum(np.searchsorted(bounds, start + 1e-9, side="right"), 2)
-    split_of = {e: names[k] for e, k in zip(order, which)}
-    column = pa.array([split_of[e] for e in episode_ids], pa.string())
-    table = table.set_column(table.schema.get_field_index("split"), table.schema.field("split"), column)
-    return table, {
-        "implementation": "placeholder",
-        "per_split": {n: int(sizes[which == k].sum()) for k, n in enumerate(names)},
-    }
-
-
-PLACEHOLDERS: dict[str, TableStage] = {
-    "balance": passthrough,
-    "render": passthrough,
-    "paraphrase": passthrough,
-    "split": placeholder_split,
-}
-
-
-def resolve_stage(name: str) -> tuple[TableStage, str]:
-    """The stage's implementation from its package, or the placeholder; and which one it is."""
-    module, _, func = DATASET_STAGES[name].partition(":")
-    try:
-        return getattr(importlib.import_module(module), func), DATASET_STAGES[name]
-    except (ImportError, AttributeError):
-        return PLACEHOLDERS[name], f"eqagen.flows.stages:{PLACEHOLDERS[name].__name__}"
-
-
 def run_dataset_stage(name: str, table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any], float]:
-    fn, where = resolve_stage(name)
+    fn = DATASET_STAGES[name]
     start = time.perf_counter()
     out, stats = fn(table, section, seed)
+    where = f"{fn.__module__}:{fn.__name__}"
     stats = {**stats, "implementation": where, "rows_in": table.num_rows, "rows_out": out.num_rows}
     return out, stats, time.perf_counter() - start
 

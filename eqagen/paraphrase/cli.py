@@ -122,27 +122,16 @@ def _write_dataset(
 
 
 def _write_audit(in_dir: Path, out_dir: Path, questions: pa.Table, stats: dict[str, Any], manifest: dict) -> None:
-    """stats.json with this run's paraphrase statistics, then the dataset card and the report rebuilt
-    from it (where the audit and card modules are installed)."""
-    from eqagen.outputs.manifest import write_json_atomic
+    """stats.json with this run's paraphrase statistics, then the dataset card and the report."""
+    from eqagen.outputs.audit_files import previous_stats, write_audit_files
+    from eqagen.outputs.readers import read_shards
+    from eqagen.outputs.schemas import EPISODES_SCHEMA
 
-    old_path = in_dir / "stats.json"
-    old = json.loads(old_path.read_text(encoding="utf-8")) if old_path.is_file() else {}
+    old = previous_stats(in_dir)
     stages = {**old.get("stages", {}), "paraphrase": {"implementation": "eqagen paraphrase", **stats}}
-    try:
-        from eqagen.curation.audit import build_stats
-        from eqagen.outputs.card import render_card, write_card
-        from eqagen.outputs.readers import read_shards
-        from eqagen.outputs.report import write_report
-        from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
-    except ImportError:
-        write_json_atomic({**old, "stages": stages}, out_dir / "stats.json")
-        return
     episode_paths = [out_dir / s["path"] for s in manifest["shards"] if s["path"].startswith("episodes/")]
-    full = build_stats(questions, read_shards(episode_paths, EPISODES_SCHEMA), old.get("funnel", {}), stages)
-    write_json_atomic(full, out_dir / "stats.json")
-    write_card(render_card(full, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
-    write_report(full, out_dir / "report.html")
+    episodes = read_shards(episode_paths, EPISODES_SCHEMA)
+    write_audit_files(out_dir, questions, episodes, old.get("funnel", {}), stages, manifest)
 
 
 def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, seed: int | None = None) -> dict:

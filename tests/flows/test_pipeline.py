@@ -6,7 +6,6 @@ import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from eqagen.core import derive_rng
 from eqagen.flows import pipeline, stages
@@ -110,30 +109,18 @@ def test_batches_cover_the_plan_in_tens() -> None:
     assert [s.index for b in batches for s in b.specs] == list(range(1500))
 
 
-def test_placeholder_split_is_seeded_by_episode_and_near_the_ratios() -> None:
+def test_dataset_stages_are_the_packages_own_and_stats_say_which_ran() -> None:
+    from eqagen.curation.balance import balance
+    from eqagen.curation.splits import split
+    from eqagen.paraphrase.stage import paraphrase_table
+
+    assert {"balance": balance, "split": split, "paraphrase": paraphrase_table} == stages.DATASET_STAGES
+    assert stages.DATASET_STAGE_ORDER.index("split") < stages.DATASET_STAGE_ORDER.index("paraphrase")
     records = []
-    for i in range(120):
-        ep = make_episode(1, f"scene-{i}", index=i)
-        records += make_records(ep, derive_rng(1, i), n=4)
-    table = questions_table(records)
-    out, stats = stages.placeholder_split(table, {"ratios": [0.7, 0.15, 0.15]}, seed=3)
-    again, _ = stages.placeholder_split(table, {"ratios": [0.7, 0.15, 0.15]}, seed=3)
-    other, _ = stages.placeholder_split(table, {"ratios": [0.7, 0.15, 0.15]}, seed=4)
-    assert out["split"].to_pylist() == again["split"].to_pylist() != other["split"].to_pylist()
-    shares = {k: v / table.num_rows for k, v in stats["per_split"].items()}
-    assert shares["train"] == pytest.approx(0.7, abs=0.02) and shares["test"] == pytest.approx(0.15, abs=0.02)
-    by_episode: dict[str, set[str]] = {}
-    for e, s in zip(out["episode_id"].to_pylist(), out["split"].to_pylist()):
-        by_episode.setdefault(e, set()).add(s)
-    assert all(len(v) == 1 for v in by_episode.values()), "an episode's questions stay in one split"
-
-
-def test_dataset_stages_fall_back_to_placeholders(monkeypatch) -> None:
-    monkeypatch.setitem(stages.DATASET_STAGES, "paraphrase", "eqagen.no_such_module:fn")
-    fn, where = stages.resolve_stage("paraphrase")
-    assert fn is stages.passthrough and where.endswith("passthrough")
-    fn, where = stages.resolve_stage("balance")
-    assert where == "eqagen.curation.balance:balance"
+    for i in range(40):
+        records += make_records(make_episode(1, f"scene-{i}", index=i), derive_rng(1, i), n=4)
+    _, stats, _ = stages.run_dataset_stage("balance", questions_table(records), None, seed=3)
+    assert stats["implementation"] == "eqagen.curation.balance:balance" and stats["rows_in"] == len(records)
 
 
 def test_batch_store_needs_the_marker(tmp_path) -> None:

@@ -1,0 +1,44 @@
+"""The audit files every writer of a dataset directory leaves: ``stats.json``, the card, the report.
+
+``eqagen generate``, ``eqagen resplit`` and ``eqagen paraphrase`` all end here, so the three files are
+always made the same way from the tables just written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from eqagen.curation.audit import build_stats
+from eqagen.outputs.card import render_card, write_card
+from eqagen.outputs.manifest import write_json_atomic
+from eqagen.outputs.report import write_report
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+
+
+def previous_stats(in_dir: Path) -> dict[str, Any]:
+    """The input directory's stats.json (``{}`` if it has none), whose funnel a derived dataset keeps."""
+    path = Path(in_dir) / "stats.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def write_audit_files(
+    out_dir: Path,
+    questions: pa.Table,
+    episodes: pa.Table,
+    funnel: dict[str, Any],
+    stage_stats: dict[str, Any],
+    manifest: dict[str, Any],
+    report: bool = True,
+) -> list[str]:
+    """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html."""
+    stats = build_stats(questions, episodes, funnel, stage_stats)
+    write_json_atomic(stats, Path(out_dir) / "stats.json")
+    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), Path(out_dir))
+    if not report:
+        return ["stats.json", "README.md"]
+    write_report(stats, Path(out_dir) / "report.html")
+    return ["stats.json", "README.md", "report.html"]
