@@ -2,8 +2,8 @@
 
 ``eqagen generate PRESET_OR_CONFIG --out DIR [--seed N] [--set key=value ...] [--runner KIND]``,
 ``eqagen presets`` and ``eqagen --version`` live here; other parts add their subcommands by putting
-their module in :data:`SUBCOMMAND_MODULES` (each exposes ``register(subparsers)``). A listed module
-that is not installed is skipped, so one missing part never breaks the command.
+their module in :data:`SUBCOMMAND_MODULES` (each exposes ``register(subparsers)``). Every listed module
+ships with the package, so a failing import is a bug and is raised, never skipped.
 """
 
 from __future__ import annotations
@@ -143,13 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_generate(subparsers)
     register_presets(subparsers)
     for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name and name.startswith(err.name):
-                continue  # that part is not installed
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
