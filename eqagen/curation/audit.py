@@ -1,15 +1,18 @@
 """Audit statistics of a dataset, computed column-wise from its tables.
 
-The same functions serve the run (``stats.json`` is written from the tables the run already holds in
-memory, together with the funnel counters the stages collected) and ``eqagen audit DIR`` (which reads
-the shards back and recomputes everything, then checks it against ``stats.json`` and the manifest).
+The same functions serve the run (``stats.json`` is written from the shards just written, together with
+the funnel counters the stages collected) and ``eqagen audit DIR`` (which reads the shards back and
+recomputes everything, then checks it against ``stats.json`` and the manifest). Questions are read with
+the columns the statistics need; episodes are streamed shard by shard (their steps are the bulk).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +35,28 @@ def _shard_paths(out_dir: Path, table: str) -> list[Path]:
     return sorted((out_dir / table).rglob("*.parquet"))
 
 
-def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) -> pa.Table:
-    """All shards of one table, in path order, with the columns asked for (those present; all if None)."""
+def _read_shard(path: Path, columns: Iterable[str] | None) -> pa.Table:
+    try:
+        names = pq.read_schema(path).names
+        wanted = names if columns is None else [c for c in columns if c in names]
+        return pq.read_table(path, columns=wanted, partitioning=None)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "regenerate or restore it") from err
+
+
+def iter_shards(out_dir: Path, table: str, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
+    """The shards of one table one at a time, in path order, with the columns asked for (those present;
+    all if None): what a dataset larger than memory is read with."""
     paths = _shard_paths(Path(out_dir), table)
     if not paths:
         raise DataFileError(Path(out_dir) / table, None, "no Parquet shards found", "is this an eqagen output?")
-    parts = []
     for path in paths:
-        try:
-            names = pq.read_schema(path).names
-            wanted = names if columns is None else [c for c in columns if c in names]
-            parts.append(pq.read_table(path, columns=wanted, partitioning=None))
-        except (pa.ArrowInvalid, OSError) as err:
-            raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "regenerate or restore it") from err
-    return pa.concat_tables(parts, promote_options="default")
+        yield _read_shard(path, columns)
+
+
+def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) -> pa.Table:
+    """All shards of one table, in path order, with the columns asked for (those present; all if None)."""
+    return pa.concat_tables(list(iter_shards(out_dir, table, columns)), promote_options="default")
 
 
 def value_counts(array: pa.ChunkedArray | pa.Array) -> dict[str, int]:
@@ -204,28 +215,64 @@ def _loops(pose: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def episode_stats(e: pa.Table) -> dict[str, Any]:
-    if e.num_rows == 0:
+@dataclass
+class EpisodeParts:
+    """What the episode statistics need from a run of episodes, a few numbers per episode: the whole
+    ``steps`` column of a large dataset never has to be in memory at once."""
+
+    lengths: list[np.ndarray] = field(default_factory=list)
+    loops: list[np.ndarray] = field(default_factory=list)
+    actions: int = 0
+    failed_actions: int = 0
+    task_success: list[bool] = field(default_factory=list)
+    family: Counter = field(default_factory=Counter)
+    backend: Counter = field(default_factory=Counter)
+    scenes: set = field(default_factory=set)
+
+    def add(self, e: pa.Table) -> None:
+        if e.num_rows == 0:
+            return
+        steps = e["steps"].combine_chunks()
+        success = steps.field("success")
+        lengths = pc.list_value_length(success).to_numpy()
+        flat_ok = pc.list_flatten(success).to_numpy(zero_copy_only=False).astype(bool)
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        is_action = np.ones_like(flat_ok)
+        is_action[starts[:-1]] = False  # step 0 is the initial observation, not an action
+        pose = np.asarray(pc.list_flatten(pc.list_flatten(steps.field("pose"))).to_numpy(), float).reshape(-1, 5)
+        self.lengths.append(lengths)
+        self.loops.append(_loops(pose, starts))
+        self.actions += int(is_action.sum())
+        self.failed_actions += int((~flat_ok[is_action]).sum())
+        metas = [json.loads(m) for m in e["meta"].to_pylist()]
+        self.task_success += [bool(m["success"]) for m in metas if "success" in m]
+        self.family.update(e["family"].to_pylist())
+        self.backend.update(e["backend"].to_pylist())
+        self.scenes.update(e["scene_id"].to_pylist())
+
+
+def _counts(counter: Counter) -> dict[str, int]:
+    return dict(sorted(((str(k), int(v)) for k, v in counter.items()), key=lambda p: (-p[1], p[0])))
+
+
+def episode_stats(episodes: pa.Table | Iterable[pa.Table]) -> dict[str, Any]:
+    """Episode statistics of one table or of a stream of tables (shards, batches): the same numbers."""
+    parts = EpisodeParts()
+    for table in [episodes] if isinstance(episodes, pa.Table) else episodes:
+        parts.add(table)
+    if not parts.lengths:
         return {"episodes": 0}
-    steps = e["steps"].combine_chunks()
-    success = steps.field("success")
-    lengths = pc.list_value_length(success).to_numpy()
-    flat_ok = pc.list_flatten(success).to_numpy(zero_copy_only=False).astype(bool)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    is_action = np.ones_like(flat_ok)
-    is_action[starts[:-1]] = False  # step 0 is the initial observation, not an action
-    pose = np.asarray(pc.list_flatten(pc.list_flatten(steps.field("pose"))).to_numpy(), float).reshape(-1, 5)
-    metas = [json.loads(m) for m in e["meta"].to_pylist()]
-    task_success = [bool(m["success"]) for m in metas if "success" in m]
+    lengths, loops = np.concatenate(parts.lengths), np.concatenate(parts.loops)
+    failure = parts.failed_actions / parts.actions if parts.actions else 0.0
     return {
-        "episodes": e.num_rows,
-        "per_family": value_counts(e["family"]),
-        "per_backend": value_counts(e["backend"]),
-        "scenes": len(set(e["scene_id"].to_pylist())),
+        "episodes": int(lengths.size),
+        "per_family": _counts(parts.family),
+        "per_backend": _counts(parts.backend),
+        "scenes": len(parts.scenes),
         "length": _summary(lengths.astype(float)),
-        "action_failure_rate": round(float(1.0 - flat_ok[is_action].mean()) if is_action.any() else 0.0, 6),
-        "loop_share": round(float(_loops(pose, starts).mean()), 6),
-        "task_success_rate": round(float(np.mean(task_success)), 6) if task_success else None,
+        "action_failure_rate": round(float(failure), 6),
+        "loop_share": round(float(loops.mean()), 6),
+        "task_success_rate": round(float(np.mean(parts.task_success)), 6) if parts.task_success else None,
     }
 
 
@@ -237,21 +284,20 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def stats_from_tables(questions: pa.Table, episodes: pa.Table) -> dict[str, Any]:
-    """The recomputable part of stats.json, from tables already in memory (the run's own pass)."""
+def stats_from_tables(questions: pa.Table, episodes: pa.Table | Iterable[pa.Table]) -> dict[str, Any]:
+    """The recomputable part of stats.json: questions as one table, episodes as one or a stream of tables."""
     return {"questions": question_stats(questions), "episodes": episode_stats(episodes)}
 
 
 def dataset_stats(out_dir: Path) -> dict[str, Any]:
     """The recomputable part of stats.json, read back from the shards."""
     q = read_table(out_dir, "questions", QUESTION_COLUMNS)
-    e = read_table(out_dir, "episodes", EPISODE_COLUMNS)
-    return stats_from_tables(q, e)
+    return stats_from_tables(q, iter_shards(out_dir, "episodes", EPISODE_COLUMNS))
 
 
 def build_stats(
     questions: pa.Table,
-    episodes: pa.Table,
+    episodes: pa.Table | Iterable[pa.Table],
     funnel: dict[str, dict[str, Any]],
     stages: dict[str, Any] | None = None,
 ) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,16 @@ class BatchStore:
             os.fsync(f.fileno())
         os.replace(tmp, marker)
 
+    def iter_tables(
+        self, batch_names: list[str], name: str, schema: pa.Schema, columns: list[str] | None = None
+    ) -> Iterator[pa.Table]:
+        """One table of each batch in turn, in batch order, with all columns or those asked for."""
+        for n in batch_names:
+            yield pq.read_table(self.path(n) / f"{name}.parquet", schema=schema, columns=columns)
+
     def read_table(self, batch_names: list[str], name: str, schema: pa.Schema) -> pa.Table:
         """One table of every batch, concatenated in batch order (deterministic)."""
-        tables = [pq.read_table(self.path(n) / f"{name}.parquet", schema=schema) for n in batch_names]
+        tables = list(self.iter_tables(batch_names, name, schema))
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
     def read_questions(self, batch_names: list[str]) -> pa.Table:

@@ -1,9 +1,9 @@
 """One generate run as plain functions: the batch work units and the dataset-level finish.
 
 :func:`run_batch` is the unit a task runs (one batch: episodes, then programs, then its checkpoint);
-:func:`finish` reads every checkpoint and runs balance -> split -> paraphrase -> write ->
-audit. :func:`generate_inline` chains them in this process without Prefect (the ``inline`` runner,
-and what most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect tasks.
+:func:`finish` streams every checkpoint through balance -> split -> paraphrase -> write -> audit.
+:func:`generate_inline` chains them in this process without Prefect (the ``inline`` runner, and what
+most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect tasks.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from eqagen.config import batches_hash, config_hash, resolved
-from eqagen.flows import stages
+from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
+from eqagen.flows import stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
 from eqagen.outputs.audit_files import write_audit_files
 from eqagen.outputs.manifest import build_manifest, write_manifest
-from eqagen.outputs.schemas import QUESTIONS_SCHEMA, episodes_table, questions_table
+from eqagen.outputs.schemas import episodes_table, questions_table
 from eqagen.outputs.shards import ShardInfo, write_shards
 
 BATCHED_STAGES = ("episodes", "programs")
@@ -129,23 +129,9 @@ def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_dataset_stages(
-    config: Any, questions: pa.Table, funnel: dict[str, Any], seconds: dict[str, float]
-) -> tuple[pa.Table, dict[str, Any]]:
-    """balance -> split -> paraphrase on the questions table; the schema is kept exact."""
-    stage_stats: dict[str, Any] = {}
-    for name in stages.DATASET_STAGE_ORDER:
-        section = getattr(config, name, None)
-        questions, stats, secs = stages.run_dataset_stage(name, questions, section, config.seed)
-        questions = stages.conform(questions, QUESTIONS_SCHEMA)
-        seconds[name] = secs
-        stage_stats[name] = stats
-        funnel[name] = {"in": stats["rows_in"], "out": stats["rows_out"], "rejected": stats.get("rejected", {})}
-    return questions, stage_stats
-
-
 def write_outputs(questions: pa.Table, episodes: pa.Table, out_dir: Path, rows_per_shard: int) -> list[ShardInfo]:
-    """Questions per split (``questions/split=<s>/``) and episodes, as sorted, checksummed shards."""
+    """Questions per split (``questions/split=<s>/``) and episodes from tables already in memory, as
+    checksummed shards sorted by id (a small dataset's writer; :func:`finish` streams instead)."""
     shards: list[ShardInfo] = []
     for split, table in stages.split_tables(questions).items():
         shards += write_shards(table, out_dir, f"questions/split={split}", "question_id", rows_per_shard)
@@ -154,27 +140,36 @@ def write_outputs(questions: pa.Table, episodes: pa.Table, out_dir: Path, rows_p
 
 
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
-    """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too)."""
+    """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
+    streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset."""
     seconds = summary.stage_seconds
     start = time.perf_counter()
-    questions = stages.with_config_hash(ctx.store.read_questions(batch_names), ctx.config_hash)
-    episodes = ctx.store.read_episodes(batch_names)
-    funnel = funnel_from_batches(ctx.store.read_stats(batch_names))
+    keys = stream.read_keys(ctx.store, batch_names, stream.key_columns(config))
+    batch_stats = ctx.store.read_stats(batch_names)
+    funnel = funnel_from_batches(batch_stats)
     seconds["read"] = time.perf_counter() - start
-    questions, stage_stats = run_dataset_stages(config, questions, funnel, seconds)
+    kept, stage_stats = stream.select(keys, config, funnel, seconds)
+    del keys  # the candidates' keys are no longer needed
     start = time.perf_counter()
-    shards = write_outputs(questions, episodes, ctx.out_dir, config.output.rows_per_shard)
+    shards, paraphrase_stats, seconds["paraphrase"] = stream.write_questions(
+        ctx.store, batch_names, kept, config, ctx.config_hash, ctx.out_dir
+    )
+    stage_stats["paraphrase"] = paraphrase_stats
+    funnel["paraphrase"] = {"in": kept.num_rows, "out": kept.num_rows, "rejected": paraphrase_stats.get("rejected", {})}
+    shards += stream.write_episodes(ctx.store, batch_names, ctx.out_dir, config.output.rows_per_shard)
     manifest = build_manifest(resolved(config), config.seed, ctx.config_hash, shards)
     write_manifest(manifest, ctx.out_dir)
-    seconds["write"] = time.perf_counter() - start
+    seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
     start = time.perf_counter()
     stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
+    questions = read_table(ctx.out_dir, "questions", QUESTION_COLUMNS)
+    episodes = iter_shards(ctx.out_dir, "episodes", EPISODE_COLUMNS)
     write_audit_files(ctx.out_dir, questions, episodes, funnel, stage_stats, manifest)
     seconds["audit"] = time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],
         "candidates": funnel["programs"]["in"],
-        "steps": int(pc.sum(episodes["n_steps"]).as_py() or 0),
+        "steps": int(sum(s["steps"] for s in batch_stats)),
     }
     return summary
 

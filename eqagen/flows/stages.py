@@ -37,6 +37,9 @@ TableStage = Callable[[pa.Table, Any, int], "tuple[pa.Table, dict[str, Any]]"]
 DATASET_STAGES: dict[str, TableStage] = {"balance": balance, "split": split, "paraphrase": paraphrase_table}
 # split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
 DATASET_STAGE_ORDER = ("balance", "split", "paraphrase")
+# The stages that choose rows and assign splits decide over every candidate at once; they read only key
+# columns (eqagen.flows.stream). Paraphrase works row by row and is streamed over chunks of kept rows.
+SELECTION_STAGES = ("balance", "split")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The shard writer: sorted rows, fixed writer options, temporary name then rename.
+"""The shard writers: fixed writer options, temporary name then rename.
 
-Determinism: rows are sorted by a unique key before they are cut into shards, the table is combined
-into one chunk per shard (so no multi-threaded writer can interleave chunks), and every writer option
+Determinism: rows come in a fixed order (sorted by a unique key, or streamed in batch order), each
+shard is combined into one chunk (so no multi-threaded writer can interleave chunks), and every writer option
 that could vary is fixed here; Parquet files then carry no timestamp, so the same rows give the same
 bytes. A shard appears under its final name only when it is complete (``os.replace`` of a temporary
 file in the same directory), so a crash never leaves a half-written ``part-*.parquet``.
@@ -75,24 +75,50 @@ def sort_rows(table: pa.Table, key: str) -> pa.Table:
     return table.take(pc.sort_indices(table, sort_keys=[(key, "ascending")]))
 
 
-def write_shards(table: pa.Table, out_dir: Path, subdir: str, sort_key: str, rows_per_shard: int) -> list[ShardInfo]:
-    """Sort ``table`` by ``sort_key`` and write it as ``subdir/part-NNNNN.parquet`` under ``out_dir``.
+class ShardWriter:
+    """Tables appended in order, cut into ``subdir/part-NNNNN.parquet`` shards of ``rows_per_shard`` rows as
+    they come: at most one shard's rows are held, so a dataset of any size streams through.
 
-    An empty table still gets one (empty) shard, so every split of the layout exists and has a schema.
-    Shards left from an earlier run with more parts are removed.
+    :meth:`close` writes the rest (an empty table still gets one, empty, shard, so every split of the
+    layout exists and has a schema) and removes shards left from an earlier run with more parts.
     """
-    if rows_per_shard < 1:
-        raise ValueError("rows_per_shard must be at least 1")
-    table = sort_rows(table, sort_key)
-    target = Path(out_dir) / subdir
-    infos = []
-    n_shards = max(1, -(-table.num_rows // rows_per_shard))
-    for i in range(n_shards):
-        part = table.slice(i * rows_per_shard, rows_per_shard)
-        path = target / f"part-{i:05d}.parquet"
+
+    def __init__(self, out_dir: Path, subdir: str, rows_per_shard: int, schema: pa.Schema):
+        if rows_per_shard < 1:
+            raise ValueError("rows_per_shard must be at least 1")
+        self.out_dir, self.target = Path(out_dir), Path(out_dir) / subdir
+        self.rows_per_shard, self.schema = rows_per_shard, schema
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.infos: list[ShardInfo] = []
+
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self.pending.append(table)
+            self.pending_rows += table.num_rows
+        while self.pending_rows >= self.rows_per_shard:
+            self._write_next(self.rows_per_shard)
+
+    def close(self) -> list[ShardInfo]:
+        if self.pending_rows or not self.infos:
+            self._write_next(self.pending_rows)
+        for stale in sorted(self.target.glob("part-*.parquet"))[len(self.infos) :]:
+            stale.unlink()
+        return self.infos
+
+    def _write_next(self, n_rows: int) -> None:
+        table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
+        part, rest = table.slice(0, n_rows), table.slice(n_rows)
+        path = self.target / f"part-{len(self.infos):05d}.parquet"
         write_parquet_atomic(part, path)
-        rel = path.relative_to(out_dir).as_posix()
-        infos.append(ShardInfo(rel, part.num_rows, sha256_of(path), path.stat().st_size))
-    for stale in sorted(target.glob("part-*.parquet"))[n_shards:]:
-        stale.unlink()
-    return infos
+        rel = path.relative_to(self.out_dir).as_posix()
+        self.infos.append(ShardInfo(rel, part.num_rows, sha256_of(path), path.stat().st_size))
+        self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+
+def write_shards(table: pa.Table, out_dir: Path, subdir: str, sort_key: str, rows_per_shard: int) -> list[ShardInfo]:
+    """Sort ``table`` by ``sort_key`` and write it as ``subdir/part-NNNNN.parquet`` under ``out_dir``
+    (a table already in memory; :class:`ShardWriter` streams one)."""
+    writer = ShardWriter(out_dir, subdir, rows_per_shard, table.schema)
+    writer.add(sort_rows(table, sort_key))
+    return writer.close()

@@ -1,19 +1,21 @@
 """The paraphrase stage of ``eqagen generate``: ``paraphrase_table(table, section, seed) -> (table, stats)``.
 
-The pipeline runs it on the whole questions table; it replaces the ``paraphrase`` column and keeps
-every row and every other column.
+It replaces the ``paraphrase`` column and keeps every row and every other column. The pipeline streams
+the kept questions through :class:`ChunkedParaphrase`, which gives every row the same paraphrase.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from eqagen.core.errors import ConfigError
 from eqagen.core.records import QARecord
-from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.config import ParaphraseConfig, resolve_endpoint
 from eqagen.paraphrase.runner import paraphrase_records
 from eqagen.paraphrase.tables import paraphrase_array, records_from_table
 
@@ -45,3 +47,98 @@ def paraphrase_table(
     records = records_from_table(table)
     result = paraphrase_records(records, config, seed, examples=examples)
     return with_paraphrases(table, paraphrase_array(result.paraphrases)), result.stats
+
+
+# --- the stage over a stream of chunks --------------------------------------------------------------
+
+# Few-shot pool kept when a dataset is streamed: per query type, the train questions with the smallest
+# ids. Bounded so the pool never grows with the dataset; a draw needs only a handful per query type.
+POOL_PER_QUERY_TYPE = 512
+POOL_COLUMNS = ("question_id", "query_type", "split")
+
+
+def uses_llm(section: Any) -> bool:
+    """Whether the stage calls an LLM (and so needs a few-shot pool) or runs the offline paraphraser."""
+    return resolve_endpoint(as_config(section)) is not None
+
+
+def pool_question_ids(keys: pa.Table) -> set[str]:
+    """Question ids of the few-shot pool from the kept questions' ``question_id``, ``query_type`` and
+    ``split`` columns: the train split (every row when none is train), at most
+    :data:`POOL_PER_QUERY_TYPE` per query type, the smallest ids first (deterministic)."""
+    train = pc.equal(keys["split"], "train")
+    rows = keys.filter(train) if pc.any(train).as_py() else keys
+    rows = rows.select(["query_type", "question_id"]).sort_by(
+        [("query_type", "ascending"), ("question_id", "ascending")]
+    )
+    chosen: set[str] = set()
+    per_type: Counter[str] = Counter()
+    for query_type, question_id in zip(rows["query_type"].to_pylist(), rows["question_id"].to_pylist()):
+        if per_type[query_type] < POOL_PER_QUERY_TYPE:
+            per_type[query_type] += 1
+            chosen.add(question_id)
+    return chosen
+
+
+class ChunkedParaphrase:
+    """The paraphrase stage applied to a stream of row chunks (the pipeline streams the kept questions
+    batch by batch). Every row gets the paraphrase one call on the whole table would give it: the
+    offline paraphraser is seeded per question, and the LLM's few-shot pool is fixed up front
+    (``examples``). The request and token budgets are the run's, carried from chunk to chunk; the
+    statistics are summed over chunks."""
+
+    def __init__(self, section: Any, seed: int, examples: Sequence[QARecord] | None = None):
+        self.config, self.seed, self.examples = as_config(section), seed, examples
+        self.totals: dict[str, Any] = {}
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        if table.num_rows == 0:
+            return with_paraphrases(table, paraphrase_array([]))
+        config = self._remaining_budget()
+        result = paraphrase_records(records_from_table(table), config, self.seed, examples=self.examples)
+        self.totals = merge_stats(self.totals, result.stats)
+        return with_paraphrases(table, paraphrase_array(result.paraphrases))
+
+    def _remaining_budget(self) -> ParaphraseConfig:
+        update = {}
+        if self.config.max_requests is not None:
+            update["max_requests"] = max(0, self.config.max_requests - int(self.totals.get("requests_sent", 0)))
+        if self.config.max_tokens is not None:
+            update["max_tokens"] = max(0, self.config.max_tokens - int(self.totals.get("total_tokens", 0)))
+        return self.config.model_copy(update=update) if update else self.config
+
+    def stats(self) -> dict[str, Any]:
+        if not self.totals:
+            return {
+                "items": 0,
+                "validated": 0,
+                "kept_template": 0,
+                "mode": "llm" if uses_llm(self.config) else "offline",
+            }
+        totals = dict(self.totals)
+        elapsed = totals.get("elapsed_s") or 0.0
+        totals["elapsed_s"] = round(elapsed, 3)
+        totals["items_per_s"] = round(totals["items"] / elapsed, 2) if elapsed > 0 else None
+        if "estimated_cost_usd" in totals:
+            totals["estimated_cost_usd"] = round(totals["estimated_cost_usd"], 6)
+        return totals
+
+
+_MAX_KEYS = frozenset({"max_in_flight"})  # peaks, not totals
+
+
+def merge_stats(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """Two chunks' statistics as one run's: counts add up (also inside nested counters), peaks take the
+    maximum, flags are true if either is, text (mode, model, response format) is the latest chunk's."""
+    out = dict(total)
+    for key, value in part.items():
+        old = out.get(key)
+        if isinstance(value, bool) or isinstance(old, bool):
+            out[key] = bool(old) or bool(value)
+        elif isinstance(value, dict):
+            out[key] = merge_stats(old or {}, value)
+        elif isinstance(value, int | float) and isinstance(old, int | float):
+            out[key] = max(old, value) if key in _MAX_KEYS else old + value
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,169 @@
+"""The dataset-level finish as a stream over the batch checkpoints: memory follows the batch, not the dataset.
+
+Balancing and splitting decide over every candidate at once, but only need a few columns: they run on
+the *key table* (question id, scene, balance key, answer key, the split's strata, and where each row
+lives: its batch and row). The full rows of the kept questions are then read back batch by batch,
+given their ``choices``, ``split`` and config hash, paraphrased chunk by chunk and appended to one
+streaming shard writer per split; episodes are copied batch by batch into their shards. At no point
+is the whole questions or episodes table in memory: the largest things held are the key table (a
+few columns of every candidate) and one chunk of rows.
+
+Rows are written in batch order, each batch's kept questions in the order the engine sampled them, so
+the output is the same whichever runner made the batches and however many workers it had.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from eqagen.core import SPLITS
+from eqagen.flows import stages
+from eqagen.flows.checkpoints import BatchStore
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+from eqagen.outputs.shards import ShardInfo, ShardWriter
+from eqagen.paraphrase.stage import POOL_COLUMNS, ChunkedParaphrase, pool_question_ids, uses_llm
+from eqagen.paraphrase.tables import records_from_table
+
+# Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
+BATCH, ROW = "_batch", "_row"
+# Balancing's own columns and the query type (the few-shot pool's); the split adds its strata.
+BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "query_type")
+# Kept rows are paraphrased in chunks of about this many rows (an LLM's concurrency needs enough items).
+PARAPHRASE_CHUNK_ROWS = 20_000
+
+
+def key_columns(config: Any) -> list[str]:
+    """The questions columns the selection stages read, in the table's own order."""
+    wanted = {*BASE_KEY_COLUMNS, *getattr(config.split, "stratify_by", ())}
+    return [name for name in QUESTIONS_SCHEMA.names if name in wanted]
+
+
+def read_keys(store: BatchStore, batch_names: list[str], columns: list[str]) -> pa.Table:
+    """The key columns of every batch's candidates, in batch order, with each row's batch and row."""
+    parts = []
+    for index, table in enumerate(store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns)):
+        n = table.num_rows
+        parts.append(
+            table.append_column(BATCH, pa.array(np.full(n, index, np.int32))).append_column(
+                ROW, pa.array(np.arange(n, dtype=np.int32))
+            )
+        )
+    if not parts:
+        empty = QUESTIONS_SCHEMA.empty_table().select(columns)
+        return empty.append_column(BATCH, pa.array([], pa.int32())).append_column(ROW, pa.array([], pa.int32()))
+    return pa.concat_tables(parts)
+
+
+def select(keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[str, float]) -> tuple[pa.Table, dict]:
+    """The selection stages (balance, then split) on the key table; the kept keys gain ``choices`` and
+    ``split`` and stay in batch order."""
+    stage_stats: dict[str, Any] = {}
+    for name in stages.SELECTION_STAGES:
+        keys, stats, secs = stages.run_dataset_stage(name, keys, getattr(config, name, None), config.seed)
+        if BATCH not in keys.column_names or ROW not in keys.column_names:
+            raise ValueError(f"the {name} stage dropped the row locators {BATCH!r}, {ROW!r}")
+        seconds[name], stage_stats[name] = secs, stats
+        funnel[name] = {"in": stats["rows_in"], "out": stats["rows_out"], "rejected": stats.get("rejected", {})}
+    order = np.lexsort((keys[ROW].to_numpy(), keys[BATCH].to_numpy()))
+    if np.any(np.diff(order) < 0):  # a stage reordered rows: put them back in batch order
+        keys = keys.take(pa.array(order))
+    return keys, stage_stats
+
+
+def kept_rows(store: BatchStore, batch_names: list[str], kept: pa.Table, config_hash: str) -> Iterator[pa.Table]:
+    """Per batch with kept questions, their full rows with ``choices``, ``split`` and the config hash set."""
+    bounds = np.searchsorted(kept[BATCH].to_numpy(), np.arange(len(batch_names) + 1))
+    for index, name in enumerate(batch_names):
+        lo, hi = int(bounds[index]), int(bounds[index + 1])
+        if lo == hi:
+            continue
+        keys = kept.slice(lo, hi - lo)
+        full = pq.read_table(store.path(name) / "questions.parquet", schema=QUESTIONS_SCHEMA)
+        rows = full.take(keys[ROW])
+        for column in ("choices", "split"):
+            target = rows.schema.field(column)
+            rows = rows.set_column(rows.schema.get_field_index(column), target, keys[column].cast(target.type))
+        yield stages.with_config_hash(rows, config_hash)
+
+
+def chunks(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """Tables gathered into chunks of at least ``rows`` rows (the last may be smaller)."""
+    pending: list[pa.Table] = []
+    count = 0
+    for table in tables:
+        pending.append(table)
+        count += table.num_rows
+        if count >= rows:
+            yield pa.concat_tables(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.concat_tables(pending)
+
+
+def example_pool(store: BatchStore, batch_names: list[str], kept: pa.Table, config_hash: str) -> list[Any]:
+    """The LLM's few-shot pool (see :func:`eqagen.paraphrase.stage.pool_question_ids`) as records."""
+    chosen = pool_question_ids(kept.select(list(POOL_COLUMNS)))
+    in_pool = pc.is_in(kept["question_id"], pa.array(sorted(chosen), pa.string()))
+    rows = list(kept_rows(store, batch_names, kept.filter(in_pool), config_hash))
+    return records_from_table(pa.concat_tables(rows)) if rows else []
+
+
+@dataclass
+class QuestionWriters:
+    """One streaming shard writer per split (train, val and test always, then any other split value)."""
+
+    out_dir: Path
+    rows_per_shard: int
+    split_values: list[str]
+    writers: dict[str, ShardWriter] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        values = [*SPLITS, *sorted(set(self.split_values) - set(SPLITS))]
+        for value in values:
+            subdir = f"questions/split={value}"
+            self.writers[value] = ShardWriter(self.out_dir, subdir, self.rows_per_shard, QUESTIONS_SCHEMA)
+
+    def add(self, table: pa.Table) -> None:
+        for value, part in stages.split_tables(table).items():
+            self.writers[value].add(part)
+
+    def close(self) -> list[ShardInfo]:
+        return [info for writer in self.writers.values() for info in writer.close()]
+
+
+def write_questions(
+    store: BatchStore, batch_names: list[str], kept: pa.Table, config: Any, config_hash: str, out_dir: Path
+) -> tuple[list[ShardInfo], dict[str, Any], float]:
+    """Stream the kept questions into their shards, paraphrasing chunk by chunk; returns the shards, the
+    paraphrase stage's statistics and the seconds spent paraphrasing."""
+    section = getattr(config, "paraphrase", None)
+    examples = example_pool(store, batch_names, kept, config_hash) if uses_llm(section) else None
+    paraphrase = ChunkedParaphrase(section, config.seed, examples)
+    splits = pc.unique(kept["split"]).to_pylist() if kept.num_rows else []
+    writers = QuestionWriters(Path(out_dir), config.output.rows_per_shard, splits)
+    paraphrase_s = 0.0
+    for chunk in chunks(kept_rows(store, batch_names, kept, config_hash), PARAPHRASE_CHUNK_ROWS):
+        start = time.perf_counter()
+        chunk = paraphrase(chunk)
+        paraphrase_s += time.perf_counter() - start
+        writers.add(stages.conform(chunk, QUESTIONS_SCHEMA))
+    where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
+    stats = {**paraphrase.stats(), "implementation": where, "rows_in": kept.num_rows, "rows_out": kept.num_rows}
+    return writers.close(), stats, paraphrase_s
+
+
+def write_episodes(store: BatchStore, batch_names: list[str], out_dir: Path, rows_per_shard: int) -> list[ShardInfo]:
+    """Every batch's episodes, in batch order, into ``episodes/part-NNNNN.parquet``."""
+    writer = ShardWriter(out_dir, "episodes", rows_per_shard, EPISODES_SCHEMA)
+    for table in store.iter_tables(batch_names, "episodes", EPISODES_SCHEMA):
+        writer.add(table)
+    return writer.close()
