@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from eqagen.core import derive_rng
 from eqagen.outputs.manifest import build_manifest, read_manifest, row_counts, write_manifest
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA, questions_table
-from eqagen.outputs.shards import sort_rows, write_shards
+from eqagen.outputs.shards import ShardWriter, sort_rows, write_shards
 from tests.outputs.builders import make_episode, make_records
 
 
@@ -96,3 +96,24 @@ def test_manifest_counts_rows_and_lists_every_shard(tmp_path) -> None:
     }
     assert {"eqagen", "pyarrow", "numpy", "python"} <= set(back["versions"])
     assert "time" not in json.dumps(back).lower(), "no timestamps: two runs write the same manifest"
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), rows_per_shard=st.integers(1, 40), cuts=st.lists(st.integers(0, 30), max_size=8))
+def test_streamed_shards_equal_the_shards_of_the_whole_table(tmp_path_factory, seed, rows_per_shard, cuts) -> None:
+    table = sort_rows(records_table(6, seed), "question_id")
+    whole, streamed = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("streamed")
+    expected = write_shards(table, whole, "q", "question_id", rows_per_shard)
+    writer = ShardWriter(streamed, "q", rows_per_shard, QUESTIONS_SCHEMA)
+    start = 0
+    for size in [*cuts, table.num_rows]:  # any cut of the same rows, the rest last
+        writer.add(table.slice(start, size))
+        start += size
+    assert writer.close() == expected  # same paths, row counts, sizes and sha256: the same bytes
+    assert all(info.rows == rows_per_shard for info in expected[:-1]) and 0 < expected[-1].rows <= rows_per_shard
+
+
+def test_a_streamed_empty_table_gets_one_empty_shard(tmp_path) -> None:
+    infos = ShardWriter(tmp_path, "q", 10, QUESTIONS_SCHEMA).close()
+    assert [i.rows for i in infos] == [0]
+    assert pq.read_schema(tmp_path / infos[0].path).equals(QUESTIONS_SCHEMA)

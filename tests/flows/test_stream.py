@@ -1,0 +1,78 @@
+"""The streamed finish against a plain in-memory reference: the same kept rows, splits, choices and
+paraphrases as balancing, splitting and paraphrasing the whole candidates table at once."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from eqagen.curation.audit import episode_stats, iter_shards, read_table
+from eqagen.curation.balance import balance
+from eqagen.curation.splits import split
+from eqagen.flows import pipeline, stages, stream
+from eqagen.flows.checkpoints import BatchStore
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+from eqagen.paraphrase.stage import paraphrase_table
+from tests.outputs.builders import fixture_sampler
+
+
+def by_id(table: pa.Table) -> pa.Table:
+    return table.take(pc.sort_indices(table, sort_keys=[("question_id", "ascending")]))
+
+
+def reference_questions(config, ctx: pipeline.RunContext, names: list[str]) -> pa.Table:
+    """The whole candidates table in memory, through the three stage functions in turn."""
+    table = stages.with_config_hash(ctx.store.read_questions(names), ctx.config_hash)
+    table, _ = balance(table, config.balance, config.seed)
+    table, _ = split(table, config.split, config.seed)
+    table, _ = paraphrase_table(table, config.paraphrase, config.seed)
+    return stages.conform(table, QUESTIONS_SCHEMA)
+
+
+@pytest.mark.parametrize(("seed", "mode"), [(0, "exact"), (7, "exact"), (3, "entropy")])
+def test_streamed_finish_equals_the_in_memory_reference(tmp_path, small_config, seed, mode, monkeypatch) -> None:
+    monkeypatch.setattr(stream, "PARAPHRASE_CHUNK_ROWS", 5)  # many chunks, cutting across batches
+    config = small_config("generation.n_episodes=150", f"balance.mode={mode}", "balance.min_scenes=2", seed=seed)
+    summary = pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    ctx = pipeline.make_context(config, tmp_path)
+    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
+    expected = by_id(reference_questions(config, ctx, names))
+    written = read_table(tmp_path, "questions")
+    assert written.num_rows == expected.num_rows == summary.counts["questions_total"] >= 12
+    got = by_id(written.select(QUESTIONS_SCHEMA.names).cast(QUESTIONS_SCHEMA))
+    for name in QUESTIONS_SCHEMA.names:
+        assert got[name].equals(expected[name]), name
+    episodes = read_table(tmp_path, "episodes")
+    assert episodes.num_rows == 150 and len(set(episodes["episode_id"].to_pylist())) == 150
+
+
+def test_rows_are_written_in_batch_order(tmp_path, small_config) -> None:
+    config = small_config()
+    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    order = {b.name: i for i, b in enumerate(stages.plan_batches(config.generation, config.seed))}
+    store = BatchStore(pipeline.make_context(config, tmp_path).store_root)
+    batch_of_episode = {e: order[name] for name in order for e in store.read_episodes([name])["episode_id"].to_pylist()}
+    for split_name in ("train", "val", "test"):
+        table = read_table(tmp_path / "questions", f"split={split_name}")
+        batches = [batch_of_episode[e] for e in table["episode_id"].to_pylist()]
+        assert batches == sorted(batches)
+
+
+def test_key_table_holds_only_the_selection_columns(tmp_path, small_config) -> None:
+    config = small_config()
+    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    ctx = pipeline.make_context(config, tmp_path)
+    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
+    keys = stream.read_keys(ctx.store, names, stream.key_columns(config))
+    assert "program" not in keys.column_names and "structured_answer" not in keys.column_names
+    assert set(config.split.stratify_by) <= set(keys.column_names)
+    assert keys.num_rows == ctx.store.read_questions(names).num_rows
+    assert keys[stream.BATCH].to_pylist() == sorted(keys[stream.BATCH].to_pylist())
+
+
+def test_episode_statistics_streamed_by_shard_equal_the_whole_table(tmp_path, small_config) -> None:
+    pipeline.generate_inline(small_config("output.rows_per_shard=4"), tmp_path, sampler=fixture_sampler)
+    shards = list(iter_shards(tmp_path, "episodes"))
+    assert len(shards) > 3
+    assert episode_stats(iter(shards)) == episode_stats(pa.concat_tables(shards))
