@@ -14,6 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
+from eqagen.predicates.bitsets import (
+    BitView,
+    CellLayout,
+    Previewer,
+    cell_layout,
+    cells_to_int,
+    rows_to_ints,
+    value_planes,
+)
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.registry import REGISTRY, Anchored
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text
@@ -131,6 +140,29 @@ class EpisodeIndex:
                 counts_events(q),
                 np.arange(cols.size),
             )
+        return self._memo[key]
+
+    def cell_bits(self) -> tuple[CellLayout, list[int]]:
+        """The cells' bit layout and every spec's cells as an int (``bitsets``), built on first use."""
+        if ("bits",) not in self._memo:
+            layout = cell_layout(self.cell_e, self.ent_starts)
+            self._memo[("bits",)] = layout, rows_to_ints(self.holds, layout)
+        return self._memo[("bits",)]
+
+    def bit_view(self, q: QuerySpec) -> tuple[BitView, Previewer]:
+        """The query's view as ints, with its previewer (memoised like ``view``)."""
+        key = ("bit_view", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
+        if key not in self._memo:
+            layout, _ = self.cell_bits()
+            view = self.view(q)
+            planes = None
+            if view.values is not None:
+                pkey = ("planes", q.name, q.arg)
+                if pkey not in self._memo:
+                    self._memo[pkey] = value_planes(self.time_values(q), layout)
+                planes = self._memo[pkey]
+            bits = BitView(cells_to_int(view.cols, layout), planes, view.events)
+            self._memo[key] = bits, Previewer(layout, bits)
         return self._memo[key]
 
     def seed_cells(self, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqagen.core import Program, QuerySpec
+from eqagen.predicates.bitsets import BitView, Previewer
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
-from eqagen.predicates.index import EpisodeIndex, QueryView, build_index, shared_vocabulary
+from eqagen.predicates.index import EpisodeIndex, build_index, shared_vocabulary
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 from eqagen.predicates.vocabulary import priority, type_text
 
@@ -145,37 +146,6 @@ def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
     return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
 
 
-def preview(view: QueryView, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """What the answer preview depends on, for ``[c, k]`` cell selections: the count of cells (counting
-    events) or which entities are left, and, for a time-reading query, each entity's last cell."""
-    if view.events:
-        return cells.sum(axis=1, keepdims=True), None
-    present = np.logical_or.reduceat(cells, view.starts, axis=1)
-    if view.values is None:
-        return present, None
-    return present, np.maximum.reduceat(np.where(cells, view.ar, -1), view.starts, axis=1)
-
-
-def proxy_differs(view: QueryView, wide: np.ndarray, narrow: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:
-    """Whether the answer would differ between cell selections ``wide`` (``[c, k]`` rows over the query's
-    cells) and the narrower one previewed as ``narrow``: a different set of entities (counting events: a
-    different number of events) or, for a time-reading query (getState, getLocation), a different value
-    at some entity's last selected cell. A preview only: the exact effectiveness check runs afterwards."""
-    present_w, last_w = preview(view, wide)
-    present_n, last_n = narrow
-    differs = (present_w != present_n).any(axis=1)
-    if last_w is None:
-        return differs
-    both = (last_w >= 0) & (last_n >= 0)
-    return differs | (both & (view.values[last_w] != view.values[last_n])).any(axis=1)
-
-
-def without_each(rows_used: np.ndarray) -> list[np.ndarray]:
-    """For each used filter, the query cells that all the others keep (``[1, k]`` each)."""
-    n = rows_used.shape[0]
-    return [rows_used[[j for j in range(n) if j != pos]].all(axis=0, keepdims=True) for pos in range(n)]
-
-
 def candidates(index, config, q, used, seed) -> np.ndarray:
     """Bool ``[C]``: specs holding at the seed that may join ``used`` (key unused, family under its cap,
     not forbidden with the query, at most one ambiguous filter)."""
@@ -191,20 +161,55 @@ def candidates(index, config, q, used, seed) -> np.ndarray:
     return cand
 
 
-def effective_candidates(index: EpisodeIndex, view: QueryView, used: list[int], idx: np.ndarray):
+def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: list[int], idx: np.ndarray):
     """Of candidates ``idx``, those that keep every filter effective on the query's cells (the candidate
-    changes the answer, and each earlier filter still does with it), with the number of cells and of
-    entities each keeps."""
-    rows_used = view.holds[used]
-    current = rows_used.all(axis=0, keepdims=True)
-    rows = view.holds[idx]
-    kept = current & rows
-    narrow = preview(view, kept)  # computed once, compared with each wider selection
-    ok = proxy_differs(view, current, narrow)
-    for others in without_each(rows_used):
-        ok &= proxy_differs(view, others & rows, narrow)
-    n_entities = narrow[0][ok].sum(axis=1)
-    return idx[ok], kept[ok].sum(axis=1), n_entities
+    changes the answer preview, and each earlier filter still does with it), with the number of cells and
+    of entities (counting events: cells) each keeps. Selections are ints (``bitsets``); with no filter
+    yet, the result per spec is memoised per view."""
+    view, pv = bits
+    rows = index.cell_bits()[1]
+    if not used:
+        return _first_filters(view, pv, rows, idx)
+    current = view.cells
+    for i in used:
+        current &= rows[i]
+    others = []
+    for pos in range(len(used)):
+        wide = view.cells
+        for j, i in enumerate(used):
+            if j != pos:
+                wide &= rows[i]
+        others.append(wide)
+    ok, n_kept, n_entities = [], [], []
+    for j in idx.tolist():
+        row = rows[j]
+        kept = current & row
+        if not pv.differs(current, kept) or any(not pv.differs(wide & row, kept) for wide in others):
+            continue
+        ok.append(j)
+        n_kept.append(kept.bit_count())
+        n_entities.append(pv.size(kept))
+    return _arrays(ok, n_kept, n_entities)
+
+
+def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: np.ndarray):
+    """``effective_candidates`` with no filter yet: each spec against the whole view, memoised."""
+    ok, n_kept, n_entities = [], [], []
+    first = view.first
+    for j in idx.tolist():
+        hit = first.get(j)
+        if hit is None:
+            kept = view.cells & rows[j]
+            hit = first[j] = (pv.differs(view.cells, kept), kept.bit_count(), pv.size(kept))
+        if hit[0]:
+            ok.append(j)
+            n_kept.append(hit[1])
+            n_entities.append(hit[2])
+    return _arrays(ok, n_kept, n_entities)
+
+
+def _arrays(ok: list[int], n_kept: list[int], n_entities: list[int]):
+    return np.array(ok, dtype=np.int64), np.array(n_kept, dtype=np.int64), np.array(n_entities, dtype=np.int64)
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
@@ -254,19 +259,23 @@ def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config:
     return str(index.ctx.types[index.cell_e[seed]])
 
 
-def too_many_left(index: EpisodeIndex, view: QueryView, used: list[int], limit: int | None) -> bool:
+def too_many_left(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: list[int], limit: int | None) -> bool:
     """Whether the cells left by ``used`` hold more entities than the answer may list (a preview: groups
     split them further)."""
+    view, pv = bits
     if limit is None or not used or view.events:
         return False
-    kept = view.holds[used].all(axis=0)
-    return int(np.logical_or.reduceat(kept, view.starts).sum()) > limit if view.cols.size else False
+    rows = index.cell_bits()[1]
+    kept = view.cells
+    for i in used:
+        kept &= rows[i]
+    return pv.size(kept) > limit
 
 
 def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
     """Up to ``n`` filters; one more (within 4) when the answer would still list too many entities."""
     used: list[int] = []
-    view = index.view(q)
+    view = index.bit_view(q)
     for k in range(n):
         i = choose_filter(index, config, q, view, used, seed, mix, rng, more=n - k - 1)
         if i < 0:

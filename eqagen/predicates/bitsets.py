@@ -1,0 +1,142 @@
+"""Cell selections as Python integers, for the sampler's effectiveness preview.
+
+A proposal previews a dozen candidate filters on a few hundred cells at a time: arrays so small that
+numpy's per-call cost dominates. Here every filter spec's cells (a row of ``EpisodeIndex.holds``) become
+one Python int, built once per episode, and a preview is a few integer operations (SWAR: SIMD within a
+register) on ints of some hundred bits.
+
+The layout: the index's cells are grouped by entity (``cell_e`` is sorted); each entity gets a *field*
+of ``w`` bits, its cells in reverse time order (bit 0 of the field: its last step), followed by one
+guard bit that selections never set. Then, for a selection ``S``:
+
+- the entities it holds: ``(S + M) & G`` (``M``: ``2**w - 1`` in every field, ``G``: the guard bits), as
+  a field is non-zero exactly when adding ``2**w - 1`` carries into its guard bit;
+- each entity's last selected cell: the lowest set bit of each field, ``X & ~(X - L)`` with
+  ``X = S | G`` (``L``: the lowest bit of every field); an empty field yields its guard bit, dropped;
+- what a time-reading query reads there: the value codes' bit planes ``V_b`` (cells whose code has bit
+  ``b``), ANDed with the last cells and reduced per field like the entities.
+
+The answers are exactly those of the array preview they replace (``tests/predicates/test_bitsets.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CellLayout:
+    """Where each of the index's cells sits in the integers, and the per-field constants."""
+
+    bit_of_cell: np.ndarray  # int [K]: bit position of each cell
+    width: int  # bits in all, guards included
+    low: int  # L: the lowest bit of every field (each entity's last cell)
+    fill: int  # M: 2**w - 1 in every field
+    guards: int  # G: the guard bit of every field
+
+
+def cell_layout(cell_e: np.ndarray, ent_starts: np.ndarray) -> CellLayout:
+    """The layout of cells sorted by entity, then step (``build_index``'s order)."""
+    k = cell_e.size
+    if k == 0:
+        return CellLayout(np.zeros(0, dtype=np.int64), 0, 0, 0, 0)
+    lengths = np.diff(np.append(ent_starts, k))
+    offsets = ent_starts + np.arange(ent_starts.size)  # one guard bit after each earlier field
+    run = np.repeat(np.arange(ent_starts.size), lengths)
+    within = np.arange(k) - ent_starts[run]
+    bit_of_cell = offsets[run] + (lengths[run] - 1 - within)  # reversed: bit 0 of a field is its last step
+    width = k + ent_starts.size
+    guard_bits = offsets + lengths
+    return CellLayout(
+        bit_of_cell=bit_of_cell,
+        width=width,
+        low=to_int_positions(offsets, width),
+        fill=sum(((1 << int(n)) - 1) << int(o) for n, o in zip(lengths.tolist(), offsets.tolist())),
+        guards=to_int_positions(guard_bits, width),
+    )
+
+
+def to_int_positions(positions: np.ndarray, width: int) -> int:
+    bits = np.zeros(max(width, 1), dtype=bool)
+    bits[positions] = True
+    return to_int(bits)
+
+
+def to_int(bits: np.ndarray) -> int:
+    """A bool ``[W]`` array as an int (bit i = element i)."""
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+
+
+def rows_to_ints(rows: np.ndarray, layout: CellLayout) -> list[int]:
+    """Bool ``[C, K]`` cell rows as ints in the layout (one packbits call for all rows)."""
+    if rows.shape[0] == 0:
+        return []
+    placed = np.zeros((rows.shape[0], max(layout.width, 1)), dtype=bool)
+    placed[:, layout.bit_of_cell] = rows
+    packed = np.packbits(placed, axis=1, bitorder="little")
+    n = packed.shape[1]
+    raw = packed.tobytes()
+    return [int.from_bytes(raw[i * n : (i + 1) * n], "little") for i in range(rows.shape[0])]
+
+
+def cells_to_int(cells: np.ndarray, layout: CellLayout) -> int:
+    """Cell indices (into the index's cells) as one int."""
+    return to_int_positions(layout.bit_of_cell[cells], layout.width)
+
+
+def value_planes(codes: np.ndarray, layout: CellLayout) -> list[int]:
+    """Int codes ``[K]`` of what a time-reading query reads per cell, as bit planes: plane b holds the
+    cells whose (densely renumbered) code has bit b. Equal codes give equal planes and vice versa."""
+    _, dense = np.unique(codes, return_inverse=True)
+    n_bits = int(dense.max()).bit_length() if dense.size else 0
+    return [cells_to_int(np.flatnonzero((dense >> b) & 1), layout) for b in range(n_bits)]
+
+
+@dataclass
+class BitView:
+    """A query view's cells as an int, and what its previews need."""
+
+    cells: int  # the view's cells
+    planes: list[int] | None  # value bit planes (time-reading queries), else None
+    events: bool  # counting events: a preview is the number of cells
+    first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
+
+
+class Previewer:
+    """Previews of selections within one view (see the module docstring)."""
+
+    def __init__(self, layout: CellLayout, view: BitView):
+        self.fill, self.guards, self.low = layout.fill, layout.guards, layout.low
+        self.planes, self.events = view.planes, view.events
+
+    def present(self, sel: int) -> int:
+        """Guard bits of the entities that ``sel`` holds."""
+        return (sel + self.fill) & self.guards
+
+    def last(self, sel: int) -> int:
+        """Each entity's last selected cell (one bit per non-empty field)."""
+        x = sel | self.guards
+        return x & ~(x - self.low) & ~self.guards
+
+    def differs(self, wide: int, narrow: int) -> bool:
+        """Whether the answer preview differs between ``wide`` and its subset ``narrow``: another number of
+        cells (counting events), another set of entities, or (time-reading queries) another value at some
+        entity's last selected cell."""
+        if wide == narrow:
+            return False
+        if self.events:
+            return True
+        pw, pn = self.present(wide), self.present(narrow)
+        if pw != pn or self.planes is None:
+            return pw != pn
+        lw, ln = self.last(wide), self.last(narrow)
+        if lw == ln:
+            return False
+        fill, guards = self.fill, self.guards
+        return any(((lw & p) + fill) & guards != ((ln & p) + fill) & guards for p in self.planes)
+
+    def size(self, sel: int) -> int:
+        """What the answer would hold: cells (counting events) or entities."""
+        return sel.bit_count() if self.events else self.present(sel).bit_count()

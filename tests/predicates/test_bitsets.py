@@ -1,0 +1,67 @@
+"""The integer previews of ``bitsets`` agree with plain per-entity loops over random cell selections."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqagen.predicates.bitsets import BitView, Previewer, cell_layout, cells_to_int, rows_to_ints, value_planes
+
+
+def plain_preview(cells: np.ndarray, ents: np.ndarray, codes: np.ndarray | None, events: bool):
+    """(count of cells) or (entities held, {entity: code at its last selected cell}), by loops."""
+    if events:
+        return int(cells.sum())
+    held, last = set(), {}
+    for k in range(cells.size):  # cells sorted by entity, then step: the later cell of an entity wins
+        if cells[k]:
+            held.add(int(ents[k]))
+            if codes is not None:
+                last[int(ents[k])] = int(codes[k])
+    return held, last
+
+
+def plain_differs(wide, narrow) -> bool:
+    if isinstance(wide, int):
+        return wide != narrow
+    (hw, lw), (hn, ln) = wide, narrow
+    return hw != hn or any(lw[e] != ln[e] for e in hw & hn if e in lw)
+
+
+@st.composite
+def episodes(draw):
+    runs = draw(st.lists(st.integers(1, 70), min_size=1, max_size=12))
+    ents = np.repeat(np.arange(len(runs)) * 3, runs)  # sorted, with gaps in the entity ids
+    k = ents.size
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    density = draw(st.sampled_from([0.05, 0.3, 0.7, 0.95]))
+    rows = rng.random((6, k)) < density
+    view = rng.random(k) < draw(st.sampled_from([0.5, 1.0]))
+    codes = rng.integers(-1, draw(st.integers(1, 20)), k) if draw(st.booleans()) else None
+    return ents, rows, view, codes, draw(st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(episodes())
+def test_previews_match_loops(case):
+    ents, rows, view_cells, codes, events = case
+    starts = np.flatnonzero(np.r_[True, ents[1:] != ents[:-1]])
+    layout = cell_layout(ents, starts)
+    ints = rows_to_ints(rows, layout)
+    view_int = cells_to_int(np.flatnonzero(view_cells), layout)
+    planes = None if codes is None or events else value_planes(codes, layout)
+    pv = Previewer(layout, BitView(view_int, planes, events))
+    used_codes = None if planes is None else codes
+    for a in range(rows.shape[0]):
+        wide = rows[a] & view_cells
+        wide_int = ints[a] & view_int
+        assert wide_int.bit_count() == int(wide.sum())
+        for b in range(rows.shape[0]):
+            narrow = wide & rows[b]
+            pw = plain_preview(wide, ents, used_codes, events)
+            pn = plain_preview(narrow, ents, used_codes, events)
+            assert pv.differs(wide_int, wide_int & ints[b]) == plain_differs(pw, pn)
+            size = pn if events else len(pn[0])
+            assert pv.size(wide_int & ints[b]) == size
