@@ -49,6 +49,8 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
                    "inline: plain Python without Prefect")  # fmt: skip
     p.add_argument("--workers", type=int, help="parallel workers of the task runner")
     p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
+    p.add_argument("--api-host", help="this machine's address for the run's Prefect API, reachable by every "
+                   "worker (default: 127.0.0.1, or the address on the route to a remote --address)")  # fmt: skip
     p.add_argument("--fresh", action="store_true", help="ignore checkpoints of an earlier, interrupted run")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--summary-json", type=Path, help="also write the run summary (counts, seconds per stage) here")
@@ -85,6 +87,8 @@ def _config_overrides(args: argparse.Namespace) -> list[str]:
         extra.append(f"runner.workers={args.workers}")
     if args.address:
         extra.append(f"runner.address={args.address}")
+    if args.api_host:
+        extra.append(f"runner.api_host={args.api_host}")
     if args.no_progress:
         extra.append("runner.progress=false")
     return extra
@@ -118,12 +122,13 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
 
         return generate_inline(config, out_dir, on_batch=on_batch)
     from eqagen.flows.checkpoints import STATE_DIR
-    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port, sigterm_as_exit
+    from eqagen.flows.server import LocalPrefectServer, api_host, apply_prefect_environment, free_port, sigterm_as_exit
 
     started = time.perf_counter()
-    home, port = out_dir / STATE_DIR / "prefect", free_port()
-    apply_prefect_environment(home, port)  # before prefect is imported
-    server = LocalPrefectServer(home, port)
+    host = api_host(config.runner)  # 127.0.0.1 unless workers on other machines must reach the API
+    home, port = out_dir / STATE_DIR / "prefect", free_port(host)
+    apply_prefect_environment(home, port, host)  # before prefect is imported
+    server = LocalPrefectServer(home, port, host=host)
     with sigterm_as_exit():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages

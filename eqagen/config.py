@@ -65,6 +65,11 @@ class RunnerConfig(_Strict):
     kind: Literal["local", "processes", "dask", "inline"] = "local"
     workers: int = Field(2, ge=1)
     address: str | None = Field(None, description="dask scheduler address, e.g. tcp://10.0.0.5:8786")
+    api_host: str | None = Field(
+        None,
+        description="address of this machine on which the run's Prefect API listens for workers (default: "
+        "127.0.0.1, or with a scheduler on another host the address on the route to it)",
+    )
     progress: bool = Field(True, description="progress bars on stderr")
 
 

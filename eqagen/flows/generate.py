@@ -13,6 +13,7 @@ sync flow waits on when it ends) is off. Import this module only after
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -22,9 +23,10 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from eqagen.flows import pipeline, progress, runners, stages
+from eqagen.flows.pool import active_pool, batch_pool
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
@@ -44,8 +46,8 @@ def finish_task(config: Any, ctx: pipeline.RunContext, names: list[str], summary
 def task_runner(runner: Any) -> Any:
     if runner.kind == "local":
         return ThreadPoolTaskRunner(max_workers=runner.workers)
-    if runner.kind == "processes":
-        return ProcessPoolTaskRunner(max_workers=runner.workers)
+    if runner.kind == "processes":  # threads that hand each batch to the run's worker processes (flows.pool)
+        return ThreadPoolTaskRunner(max_workers=runners.WINDOW_PER_WORKER * runner.workers)
     return runners.dask_task_runner(runner)  # the dask extra
 
 
@@ -56,7 +58,10 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     batches, plan_s = plan_task(config)
     summary.stage_seconds["plan"] = plan_s
     names = [b.name for b in batches]
-    finished = ctx.store.done(names)
+    early = active_pool()  # the processes runner's workers, busy since before the server answered
+    finished = early.resumed if early else ctx.store.done(names)
+    if early:
+        early.hand_over()
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)
     for _ in finished:
         progress.notify_batch()
@@ -88,10 +93,19 @@ def run_with_prefect(
     started_at: float | None = None,
 ) -> pipeline.RunSummary:
     """Start the local server (or finish starting ``server``, launched earlier by the caller), run the flow
-    against it, and stop the server (also on SIGTERM, Ctrl-C and errors)."""
+    against it, and stop the server (also on SIGTERM, Ctrl-C and errors). With the ``processes`` runner the
+    worker processes are forked first and start on the first batches while the server boots."""
     wall = started_at or time.perf_counter()
     server = server or LocalPrefectServer(prefect_home)
-    with sigterm_as_exit(), server as api_url:
+    with sigterm_as_exit(), contextlib.ExitStack() as stack:
+        stack.callback(server.stop)  # last: the pool below is stopped first
+        if server.process is None:
+            server.launch()
+        if config.runner.kind == "processes":
+            pool = stack.enter_context(batch_pool(config.runner.workers))
+            batches = stages.plan_batches(config.generation, config.seed)  # the flow plans again: the same list
+            pool.start_early(pipeline.make_context(config, Path(out_dir)), batches)
+        api_url = server.start()
         os.environ["PREFECT_API_URL"] = api_url  # task-runner processes inherit it
         runner = task_runner(config.runner)
         with temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):

@@ -25,67 +25,32 @@ checkpointed under their own names and the finish reads them in plan order.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 
-from eqagen.core import ConfigError
+from eqagen.core import ConfigError, DataFileError
 from eqagen.flows import pipeline, stages
+from eqagen.flows.pool import active_pool
+from eqagen.flows.server import api_host, scheduler_host  # noqa: F401  (where the API listens)
 
-LOOPBACK = "127.0.0.1"
 WINDOW_PER_WORKER = 2  # tasks in flight per worker: one running, one queued so no worker waits
 
 
 @task(name="sample-batch", cache_policy=NO_CACHE, persist_result=False, retries=0)
 def batch_task(ctx: pipeline.RunContext, batch: stages.Batch) -> dict[str, Any]:
-    """Episodes, programs and the checkpoint of one batch; only the small summary goes back."""
-    return pipeline.run_batch(ctx, batch)
-
-
-def scheduler_host(address: str) -> str:
-    """The host of a Dask scheduler address such as ``tcp://10.0.0.5:8786`` (a ConfigError if malformed)."""
-    parsed = urlparse(address if "://" in address else f"tcp://{address}")
-    try:
-        port = parsed.port
-    except ValueError:
-        port = None
-    if parsed.scheme not in ("tcp", "tls", "ucx", "inproc") or not parsed.hostname or port is None:
-        raise ConfigError("runner.address", f"'{address}' is not a Dask scheduler address", "tcp://HOST:PORT")
-    return parsed.hostname
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def api_host(runner: Any) -> str:
-    """Where the run's Prefect API server must listen so that every worker reaches it: the loopback
-    interface for local runners and a cluster on this machine, else this machine's address on the route
-    to the scheduler (found by connecting a UDP socket, which sends nothing)."""
-    if runner.kind != "dask" or not runner.address:
-        return LOOPBACK
-    host = scheduler_host(runner.address)
-    if is_loopback(host):
-        return LOOPBACK
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect((host, 9))
-        except OSError as err:
-            raise ConfigError("runner.address", f"cannot route to the scheduler host '{host}' ({err})") from None
-        return str(s.getsockname()[0])
+    """Episodes, programs and the checkpoint of one batch; only the small summary goes back. With the
+    ``processes`` runner the batch runs in the run's worker processes (:mod:`eqagen.flows.pool`)."""
+    pool = active_pool()  # None on a Dask worker and with the thread runner
+    return pool.run(ctx, batch) if pool else pipeline.run_batch(ctx, batch)
 
 
 def dask_task_runner(runner: Any) -> Any:
@@ -129,16 +94,76 @@ class SharedPrefectApi:
         return None
 
 
-def share_api_with_workers() -> int:
-    """Register :class:`SharedPrefectApi` on the cluster of the current flow's Dask task runner; returns
-    the number of workers."""
+def share_api_with_workers(client: Any) -> int:
+    """Register :class:`SharedPrefectApi` on the cluster of ``client``; returns the number of workers."""
     from distributed.diagnostics.plugin import WorkerPlugin
 
     env = {k: os.environ[k] for k in SHARED_SETTINGS if k in os.environ}
-    runner = FlowRunContext.get().task_runner  # type: ignore[union-attr]
     plugin = type("SharedPrefectApiPlugin", (SharedPrefectApi, WorkerPlugin), {})(env)
-    runner.client.register_plugin(plugin, name=SharedPrefectApi.name)
-    return len(runner.client.scheduler_info().get("workers", {}))
+    client.register_plugin(plugin, name=SharedPrefectApi.name)
+    return len(client.scheduler_info().get("workers", {}))
+
+
+# --- the checkpoint directory must be one directory for the run and every worker --------------------
+
+SHARED_DIRECTORY_FIX = (
+    "put --out on a file system that every Dask worker mounts at the same path as this machine (NFS, Lustre, "
+    "a cluster home directory), or start the workers on this machine"
+)
+
+
+def token_file(directory: Path, token: str) -> Path:
+    return Path(directory) / f".shared-check-{token}"
+
+
+def worker_view(directory: str, token: str) -> str | None:
+    """Run on a worker: None when it sees the run's token file in ``directory`` (so the same directory, not
+    merely the same path on another disk) and can write there; else what it sees instead."""
+    where = Path(directory)
+    if not where.is_dir():
+        return "has no such directory"
+    try:
+        seen = token_file(where, token).read_text()
+    except OSError as err:
+        return f"sees the path but not the run's files in it ({err.strerror}): another file system there"
+    if seen != token:
+        return "sees another file under the run's token name"
+    probe = where / f".shared-check-{token}-{socket.gethostname()}-{os.getpid()}"
+    try:
+        probe.write_text(token)
+        probe.unlink()
+    except OSError as err:
+        return f"cannot write there ({err.strerror})"
+    return None
+
+
+def check_shared_directory(directory: Path, run_on_workers: Callable[..., dict[str, str | None]]) -> int:
+    """Fail before any batch runs unless every worker sees and can write ``directory``, where the batches'
+    checkpoints go. ``run_on_workers(fn, *args)`` runs ``fn`` on every worker (``distributed.Client.run``)
+    and returns its results by worker. Returns the number of workers checked."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    token = uuid.uuid4().hex
+    marker = token_file(directory, token)
+    marker.write_text(token)
+    try:
+        views = run_on_workers(worker_view, str(directory), token)
+    finally:
+        marker.unlink(missing_ok=True)
+    problems = [f"worker {worker} {problem}" for worker, problem in sorted(views.items()) if problem]
+    if problems:
+        problem = "the run's checkpoint directory is not shared with every Dask worker: " + "; ".join(problems)
+        raise DataFileError(directory, None, problem, SHARED_DIRECTORY_FIX)
+    return len(views)
+
+
+def prepare_dask_workers(ctx: pipeline.RunContext) -> int:
+    """Point every worker of the current flow's Dask cluster at the run's API and check that each one
+    shares the checkpoint directory; returns the number of workers."""
+    client = FlowRunContext.get().task_runner.client  # type: ignore[union-attr]
+    n_workers = share_api_with_workers(client)
+    check_shared_directory(ctx.store_root, client.run)
+    return n_workers
 
 
 def run_batches_whole(
@@ -155,7 +180,7 @@ def run_batches_whole(
     stage before any batch's second (it is first in, first out), so no checkpoint is written until all
     episodes exist and all of them sit in memory; and the flow's own memory (task runs, futures, their
     states) grows with the dataset instead of the number of workers."""
-    n_workers = share_api_with_workers() if runner.kind == "dask" else runner.workers
+    n_workers = prepare_dask_workers(ctx) if runner.kind == "dask" else runner.workers
     window = max(2, WINDOW_PER_WORKER * n_workers)
     queue = iter(todo)
     running: set[Any] = set()

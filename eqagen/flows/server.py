@@ -11,6 +11,9 @@ itself, with:
   however it dies (SIGKILL included);
 - a SIGTERM handler in the run that turns the signal into an orderly exit through ``stop``.
 
+It listens on 127.0.0.1 unless told otherwise: workers of a Dask cluster on other machines need it on
+the address by which they reach this one (``host``; :func:`eqagen.flows.runners.api_host` picks it).
+
 :func:`prefect_environment` must be applied before ``prefect`` is first imported: Prefect reads its
 settings from the environment at import time.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import ipaddress
 import os
 import shutil
 import signal
@@ -30,12 +34,22 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from eqagen.core import ConfigError
 
 PR_SET_PDEATHSIG = 1
+LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_S = 180.0
 
 
-def prefect_environment(home: Path, port: int | None = None) -> dict[str, str]:
+def api_url_for(host: str, port: int) -> str:
+    """The API's URL on ``host`` (an IPv6 address goes in brackets)."""
+    return f"http://[{host}]:{port}/api" if ":" in host else f"http://{host}:{port}/api"
+
+
+def prefect_environment(home: Path, port: int | None = None, host: str = LOOPBACK) -> dict[str, str]:
     """Settings for both the run and its server: everything under ``home``, nothing sent anywhere.
 
     With ``port``, ``PREFECT_API_URL`` points at the server to come. It must be in the environment
@@ -44,7 +58,7 @@ def prefect_environment(home: Path, port: int | None = None) -> dict[str, str]:
     finds no API URL, e.g. at interpreter exit.
     """
     home = Path(home).resolve()
-    api = {"PREFECT_API_URL": f"http://127.0.0.1:{port}/api"} if port else {}
+    api = {"PREFECT_API_URL": api_url_for(host, port)} if port else {}
     return {
         **api,
         "PREFECT_HOME": str(home),
@@ -60,9 +74,87 @@ def prefect_environment(home: Path, port: int | None = None) -> dict[str, str]:
     }
 
 
-def apply_prefect_environment(home: Path, port: int | None = None) -> None:
+def apply_prefect_environment(home: Path, port: int | None = None, host: str = LOOPBACK) -> None:
     Path(home).mkdir(parents=True, exist_ok=True)
-    os.environ.update(prefect_environment(home, port))
+    os.environ.update(prefect_environment(home, port, host))
+
+
+# --- where the API listens ------------------------------------------------------------------------
+
+
+def scheduler_host(address: str) -> str:
+    """The host of a Dask scheduler address such as ``tcp://10.0.0.5:8786`` (a ConfigError if malformed)."""
+    parsed = urlparse(address if "://" in address else f"tcp://{address}")
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme not in ("tcp", "tls", "ucx", "inproc") or not parsed.hostname or port is None:
+        raise ConfigError("runner.address", f"'{address}' is not a Dask scheduler address", "tcp://HOST:PORT")
+    return parsed.hostname
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def api_host(runner: Any) -> str:
+    """Where the run's Prefect API server listens, and the address every worker is given for it.
+
+    ``runner.api_host`` (``--api-host``) when set: it must be an address of this machine. Otherwise the
+    loopback interface for local runners and for a cluster whose scheduler is on this machine, else this
+    machine's address on the route to the scheduler (found by connecting a UDP socket, which sends
+    nothing): the interface remote workers reach this machine by, on a typical cluster network."""
+    explicit = getattr(runner, "api_host", None)
+    if explicit:
+        return checked_local_address(explicit)
+    if runner.kind != "dask" or not runner.address:
+        return LOOPBACK
+    host = scheduler_host(runner.address)
+    if is_loopback(host):
+        return LOOPBACK
+    return route_address(host)
+
+
+def route_address(host: str) -> str:
+    """This machine's address on the route to ``host``."""
+    try:
+        infos = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)
+    except OSError as err:
+        raise ConfigError("runner.address", f"cannot resolve the scheduler host '{host}' ({err})") from None
+    family, _, _, _, sockaddr = infos[0]
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(sockaddr)
+        except OSError as err:
+            raise ConfigError(
+                "runner.address", f"cannot route to the scheduler host '{host}' ({err})", "--api-host ADDRESS"
+            ) from None
+        return str(s.getsockname()[0])
+
+
+def checked_local_address(host: str) -> str:
+    """``host`` if the API server can listen on it (an address of this machine), else a ConfigError."""
+    if host in ("0.0.0.0", "::"):
+        raise ConfigError(
+            "runner.api_host", f"'{host}' listens everywhere but is no address workers can connect to",
+            "this machine's address on the network the workers share, e.g. 10.0.0.4",
+        )  # fmt: skip
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+    except OSError as err:
+        raise ConfigError(
+            "runner.api_host", f"cannot listen on '{host}' ({err.strerror or err})",
+            "an address of one of this machine's interfaces (see `hostname -I`)",
+        ) from None  # fmt: skip
+    return host
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -118,17 +210,21 @@ def drain_prefect_workers(timeout: float = 5.0) -> None:
         APILogWorker.drain_all(timeout=timeout)
 
 
-def free_port() -> int:
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = LOOPBACK) -> int:
+    """A port free on ``host`` now (an OSError if this machine has no such address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with contextlib.closing(socket.socket(family, socket.SOCK_STREAM)) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 class LocalPrefectServer:
-    """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration."""
+    """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration,
+    listening on ``host`` only (127.0.0.1 unless remote workers need another address)."""
 
-    def __init__(self, home: Path, port: int | None = None, log_path: Path | None = None):
+    def __init__(self, home: Path, port: int | None = None, log_path: Path | None = None, host: str = LOOPBACK):
         self.home = Path(home)
+        self.host = host
         self.log_path = log_path or self.home / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = port or 0
@@ -137,14 +233,14 @@ class LocalPrefectServer:
 
     @property
     def api_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api"
+        return api_url_for(self.host, self.port)
 
     def _command(self) -> list[str]:
         import prefect
 
         return [
             sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
-            "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+            "--factory", "prefect.server.api.server:create_app", "--host", self.host,
             "--port", str(self.port), "--log-level", "error", "--lifespan", "on",
         ]  # fmt: skip
 
@@ -162,8 +258,8 @@ class LocalPrefectServer:
         self._launched_at = time.perf_counter()
         self.home.mkdir(parents=True, exist_ok=True)
         seed_database(self.home / "prefect.db")
-        self.port = self.port or free_port()
-        env = {**os.environ, **prefect_environment(self.home, self.port), "PREFECT__SERVER_EPHEMERAL": "1"}
+        self.port = self.port or free_port(self.host)
+        env = {**os.environ, **prefect_environment(self.home, self.port, self.host), "PREFECT__SERVER_EPHEMERAL": "1"}
         parent = os.getpid()
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
