@@ -6,8 +6,11 @@ the kept questions through :class:`ChunkedParaphrase`, which gives every row the
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+import itertools
+import multiprocessing
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -99,6 +102,30 @@ class ChunkedParaphrase:
         self.totals = merge_stats(self.totals, result.stats)
         return with_paraphrases(table, paraphrase_array(result.paraphrases))
 
+    def map(self, tables: Iterable[pa.Table], workers: int = 1) -> Iterator[pa.Table]:
+        """Each table paraphrased, in order. The offline paraphraser (CPU-bound, seeded per row) runs on
+        ``workers`` processes when there is more than one table, at most two tables per worker in flight;
+        an LLM run stays in this process (its requests are concurrent already, and its budget shared)."""
+        tables = iter(tables)
+        head = list(itertools.islice(tables, 2))
+        if workers <= 1 or len(head) < 2 or uses_llm(self.config):
+            yield from (self(t) for t in itertools.chain(head, tables))
+            return
+        # spawn, not fork: the caller may be a Prefect flow with its own threads running
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pending: deque[tuple[pa.Table, Future]] = deque()
+            for table in itertools.chain(head, tables):
+                pending.append((table, pool.submit(offline_column, table, self.config, self.seed)))
+                if len(pending) >= 2 * workers:
+                    yield self._collect(*pending.popleft())
+            while pending:
+                yield self._collect(*pending.popleft())
+
+    def _collect(self, table: pa.Table, future: Future) -> pa.Table:
+        column, stats = future.result()
+        self.totals = merge_stats(self.totals, stats)
+        return with_paraphrases(table, column)
+
     def _remaining_budget(self) -> ParaphraseConfig:
         update = {}
         if self.config.max_requests is not None:
@@ -122,6 +149,12 @@ class ChunkedParaphrase:
         if "estimated_cost_usd" in totals:
             totals["estimated_cost_usd"] = round(totals["estimated_cost_usd"], 6)
         return totals
+
+
+def offline_column(table: pa.Table, config: ParaphraseConfig, seed: int) -> tuple[pa.Array, dict[str, Any]]:
+    """The offline paraphrases of a table's rows and their statistics (run in a worker process)."""
+    result = paraphrase_records(records_from_table(table), config, seed)
+    return paraphrase_array(result.paraphrases), result.stats
 
 
 _MAX_KEYS = frozenset({"max_in_flight"})  # peaks, not totals

@@ -91,3 +91,13 @@ def test_the_few_shot_pool_is_bounded_per_query_type(monkeypatch):
     assert pool_question_ids(keys) == {"q1", "q3", "q2"}  # train only, the two smallest ids per type
     no_train = keys.set_column(2, "split", pa.array(["val"] * 6))
     assert pool_question_ids(no_train) == {"q1", "q3", "q2", "q4"}
+
+
+def test_offline_chunks_on_worker_processes_match_the_whole_table():
+    table = questions_table(generated_records(60, seed=6))
+    whole, stats = paraphrase_table(table, {"mode": "offline"}, 11)
+    chunked = ChunkedParaphrase({"mode": "offline"}, 11)
+    parts = list(chunked.map(cut(table, [10, 15, 5, 20]), workers=2))
+    assert [p.num_rows for p in parts] == [10, 15, 5, 20, 10]  # in order, none lost
+    assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
+    assert chunked.stats()["items"] == 60 and chunked.stats()["validated"] == stats["validated"]

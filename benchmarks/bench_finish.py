@@ -1,0 +1,84 @@
+"""Benchmark: time and peak memory of the dataset-level finish (balance, split, paraphrase, write, audit)
+as the number of batches grows, on the checkpoints of an existing run.
+
+Each size runs ``eqagen.flows.pipeline.finish`` over the first N batches of a checkpoint directory
+(``OUT/.eqagen/batches/<hash>`` of a `generate` run, finished or not) in a fresh subprocess, which
+reports its own peak resident memory (``ru_maxrss``) and the seconds of every finish stage. The claim
+checked: the finish's memory grows with the key columns of the candidates (tens of bytes per row),
+not with the full rows (kilobytes per row, with the episodes' steps).
+
+    .venv/bin/python benchmarks/bench_finish.py --store OUT/.eqagen/batches/HASH \\
+        [--preset tag-eqa] [--sizes 20,200,2000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from eqagen.config import config_hash, load_config
+from eqagen.flows import pipeline
+store, preset, n, out = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+names = sorted(p.name for p in store.iterdir() if (p / "DONE").exists())[:n]
+config = load_config(preset, [f"generation.n_episodes={n}"])
+ctx = pipeline.RunContext(out, config.seed, config_hash(config), config.questions, store)
+summary = pipeline.RunSummary(out)
+start = time.perf_counter()
+pipeline.finish(config, ctx, names, summary)
+print(json.dumps({"batches": len(names), "seconds": round(time.perf_counter() - start, 2),
+                  "stage_seconds": {k: round(v, 2) for k, v in summary.stage_seconds.items()},
+                  "questions": summary.counts.get("questions_total"), "candidates": summary.counts.get("candidates"),
+                  "episodes": summary.counts.get("episodes"),
+                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+"""
+
+
+def run_size(store: Path, preset: str, n: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="eqagen-finish-") as out:
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(store), preset, str(n), out],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    if proc.returncode != 0:
+        return {"batches": n, "error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def verdict(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Memory per candidate above the smallest size's baseline: what a batch-bounded finish should keep small."""
+    ok = [r for r in results if "peak_rss_mb" in r]
+    if len(ok) < 2:
+        return {}
+    small, large = ok[0], ok[-1]
+    extra_mb = large["peak_rss_mb"] - small["peak_rss_mb"]
+    extra_rows = max(1, (large["candidates"] or 0) - (small["candidates"] or 0))
+    return {"extra_bytes_per_candidate": round(extra_mb * 1024 * 1024 / extra_rows, 1),
+            "seconds_per_episode": [round(r["seconds"] / max(1, r["episodes"]), 5) for r in ok]}  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", type=Path, required=True, help="OUT/.eqagen/batches/<hash> of a generate run")
+    ap.add_argument("--preset", default="tag-eqa", help="the preset (or YAML) the run was made with")
+    ap.add_argument("--sizes", default="20,200,2000", help="numbers of batches, comma-separated")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    results = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        results.append(run_size(args.store, args.preset, n))
+        print(json.dumps(results[-1]))
+    report = {"store": str(args.store), "preset": args.preset, "results": results, **verdict(results)}
+    print(json.dumps({k: v for k, v in report.items() if k != "results"}))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
