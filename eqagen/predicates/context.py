@@ -125,6 +125,20 @@ class EpisodeContext:
         """``[T, N, 3]`` positions in the agent's frame at each step (x right, y up, z forward)."""
         return self.memo(("ego",), lambda: to_egocentric(self.position, self.pose[:, None, :3], self.pose[:, None, 3]))
 
+    @property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(t, e)`` of every observation and of every event's (step, entity), sorted by entity then step:
+        the cells the sampler works on (``build_index``)."""
+
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            cells = self.data.copy()
+            for e in self.events:
+                cells[e.t, e.entity] = True
+            cell_e, cell_t = np.nonzero(cells.T)
+            return cell_t, cell_e
+
+        return self.memo(("cells",), compute)
+
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
         """Where an anchor is named: its position when the agent first saw it, rounded to centimetres."""
         t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0

@@ -129,41 +129,60 @@ def observed_anchor_rows(ctx: EpisodeContext, type_name: str) -> np.ndarray:
     return np.searchsorted(every, ctx.instances(type_name))
 
 
-def vertical_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
-    """``{"above": [A, T, N], "under": [A, T, N]}`` against every observed entity as anchor, computed once
-    per episode: e within ``above_radius`` horizontally of anchor a and higher (lower) by a gap in
-    (``above_min_dy``, ``above_max_dy``], excluding a itself and what rests directly on a ("on", not
-    "above")."""
+def _vertical(ctx: EpisodeContext, d: np.ndarray, parent: np.ndarray, itself: np.ndarray) -> dict[str, np.ndarray]:
+    """The above/under rule on offsets ``d = pos(e) - pos(anchor)`` (``[..., 3]``), given whether e rests
+    on the anchor (``parent``) or is the anchor (``itself``)."""
+    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
+    base = d[..., 0] ** 2 + d[..., 2] ** 2 <= r * r
+    base &= ~parent & ~itself
+    dy = d[..., 1]
+    return {"above": base & (dy > lo) & (dy <= hi), "under": base & (-dy > lo) & (-dy <= hi)}
+
+
+def vertical_relations(ctx: EpisodeContext, type_name: str) -> dict[str, np.ndarray]:
+    """``{"above": [G, T, N], "under": [G, T, N]}`` against the observed instances of one type (memoised):
+    e within ``above_radius`` horizontally of anchor a and higher (lower) by a gap in (``above_min_dy``,
+    ``above_max_dy``], excluding a itself and what rests directly on a ("on", not "above")."""
 
     def compute() -> dict[str, np.ndarray]:
-        anchors = np.flatnonzero(ctx.observed)
+        anchors = ctx.instances(type_name)
         pos = ctx.position
-        d = pos[None, :, :, :] - pos[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [A, T, N, 3]
-        lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
-        base = d[..., 0] ** 2 + d[..., 2] ** 2 <= r * r
-        base &= ctx.parent[None, :, :] != anchors[:, None, None]
-        base[np.arange(anchors.size), :, anchors] = False
-        dy = d[..., 1]
-        return {"above": base & (dy > lo) & (dy <= hi), "under": base & (-dy > lo) & (-dy <= hi)}
+        d = pos[None, :, :, :] - pos[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, N, 3]
+        itself = np.zeros((anchors.size, 1, ctx.N), dtype=bool)
+        itself[np.arange(anchors.size), 0, anchors] = True
+        return _vertical(ctx, d, ctx.parent[None, :, :] == anchors[:, None, None], itself)
 
-    return ctx.memo(("vertical_relations",), compute)
+    return ctx.memo(("vertical_relations", type_name), compute)
 
 
-def stack_at_cells(ctx: EpisodeContext, name: str, stack: np.ndarray, ts: np.ndarray, es: np.ndarray) -> np.ndarray:
-    """A relation stack ``[A, T, N]`` gathered at the cells: ``[A, K]`` (memoised per cell set)."""
-    key = ("stack_at_cells", name, ts.tobytes(), es.tobytes())
-    return ctx.memo(key, lambda: stack.reshape(stack.shape[0], ctx.T * ctx.N)[:, ts * ctx.N + es])
+def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
+    """The same relations at the sampler's cells (``ctx.cells``) against every observed entity as anchor:
+    ``[A, K]`` each, computed once per episode (rows: ``observed_anchor_rows``)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        ts, es = ctx.cells
+        anchors = np.flatnonzero(ctx.observed)
+        d = ctx.position[ts, es][None, :, :] - ctx.position[ts[None, :], anchors[:, None]]  # [A, K, 3]
+        parent = ctx.parent[ts, es][None, :] == anchors[:, None]
+        return _vertical(ctx, d, parent, es[None, :] == anchors[:, None])
+
+    return ctx.memo(("vertical_at_cells",), compute)
 
 
-def anchored_at_cells(ctx, name: str, stack: np.ndarray, spec: FilterSpec, ts, es) -> tuple[np.ndarray, bool]:
+def anchored_at_cells(ctx, table: dict[str, np.ndarray], spec: FilterSpec, ts, es) -> tuple[np.ndarray, bool]:
+    """A relation filter at the cells: the union over its anchors, and whether it is ambiguous. ``table``
+    holds the relations at ``ctx.cells``; other cells are read from the filter's own masks."""
+    if ts is not ctx.cells[0] or es is not ctx.cells[1]:
+        sel = ctx.selection(spec)
+        return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
     rows = observed_anchor_rows(ctx, spec.value)
-    return stack_at_cells(ctx, name, stack, ts, es)[rows].any(axis=0), rows.size >= 2
+    return table[spec.key][rows].any(axis=0), rows.size >= 2
 
 
 def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
     """The sampler's shortcut: location filters reduced to the cells (same rules as the masks)."""
     if spec.key in ("above", "under"):
-        return anchored_at_cells(ctx, spec.key, vertical_relations(ctx)[spec.key], spec, ts, es)
+        return anchored_at_cells(ctx, vertical_at_cells(ctx), spec, ts, es)
     if spec.key in ("on", "inside"):
         anchors = ctx.instances(spec.value)
         return np.isin(ctx.parent[ts, es], anchors), anchors.size >= 2
@@ -173,8 +192,7 @@ def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es:
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     """``above``/``under`` <type>: within ``above_radius`` horizontally and higher/lower than an instance."""
-    rows = observed_anchor_rows(ctx, spec.value)
-    return Anchored(ctx.instances(spec.value), vertical_relations(ctx)[spec.key][rows])
+    return Anchored(ctx.instances(spec.value), vertical_relations(ctx, spec.value)[spec.key])
 
 
 LOCATION_FNS = {
@@ -204,8 +222,8 @@ def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
         shared = counts[inverse] >= 2  # another seen entity shares the receptacle at that step
         pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
         return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
-    rel = vertical_relations(ctx)[key]
-    seen = (rel & ctx.data[None]).any(axis=(1, 2))
+    ts, es = ctx.cells
+    seen = (vertical_at_cells(ctx)[key] & ctx.data[ts, es][None, :]).any(axis=1)
     return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
 
 
@@ -248,30 +266,56 @@ def covisible_pairs(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.nda
     return ts[i][keep], es[i][keep], es[j][keep]
 
 
-def relative_relations(ctx: EpisodeContext) -> dict[str, np.ndarray]:
-    """``{key: [A, T, N]}`` against every observed entity as anchor, computed once per episode: at step t,
-    both seen, e is left of / right of / in front of (nearer) / behind (farther than) anchor a in the
-    agent's view by more than ``side_margin``, within ``near_radius`` of it, and not a itself. Computed on
-    the co-visible pairs only, then scattered into the stacks."""
+def relative_pairs(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The co-visible pairs ``(t, e, a)`` and, per key, which of them hold: at step t, both seen, e is left
+    of / right of / in front of (nearer) / behind (farther than) anchor a in the agent's view by more than
+    ``side_margin``, within ``near_radius`` of it (computed once per episode)."""
 
-    def compute() -> dict[str, np.ndarray]:
+    def compute():
         t, e, a = covisible_pairs(ctx)
-        row = np.full(ctx.N, -1)
-        row[np.flatnonzero(ctx.observed)] = np.arange(int(ctx.observed.sum()))
         ego = ctx.ego
         d = ego[t, e] - ego[t, a]  # [P, 3]
         near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
         m = param(ctx, "side_margin")
+        holds = {"left": -d[:, 0] > m, "right": d[:, 0] > m, "front": -d[:, 2] > m, "behind": d[:, 2] > m}
+        return t, e, a, {key: near & h for key, h in holds.items()}
+
+    return ctx.memo(("relative_pairs",), compute)
+
+
+def relative_relations(ctx: EpisodeContext, type_name: str, key: str) -> np.ndarray:
+    """``[G, T, N]``: the relation ``key`` against the observed instances of one type (memoised)."""
+
+    def compute() -> np.ndarray:
+        t, e, a, hits = relative_pairs(ctx)
+        anchors = ctx.instances(type_name)
+        hit = hits[key] & np.isin(a, anchors)
+        stack = np.zeros((anchors.size, ctx.T, ctx.N), dtype=bool)
+        stack[np.searchsorted(anchors, a[hit]), t[hit], e[hit]] = True
+        return stack
+
+    return ctx.memo(("relative_relations", type_name, key), compute)
+
+
+def relative_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
+    """The relations at the sampler's cells (``ctx.cells``, which hold every co-visible pair) against every
+    observed entity as anchor: ``[A, K]`` per key (rows: ``observed_anchor_rows``)."""
+
+    def compute() -> dict[str, np.ndarray]:
+        t, e, a, hits = relative_pairs(ctx)
+        ts, es = ctx.cells
+        cell_of = np.full((ctx.T, ctx.N), -1)
+        cell_of[ts, es] = np.arange(ts.size)
+        row = np.full(ctx.N, -1)
+        row[np.flatnonzero(ctx.observed)] = np.arange(int(ctx.observed.sum()))
         out = {}
-        for key, holds in (("left", -d[:, 0] > m), ("right", d[:, 0] > m), ("front", -d[:, 2] > m),
-                           ("behind", d[:, 2] > m)):  # fmt: skip
-            stack = np.zeros((row.max() + 1, ctx.T, ctx.N), dtype=bool)
-            hit = near & holds
-            stack[row[a[hit]], t[hit], e[hit]] = True
-            out[key] = stack
+        for key, hit in hits.items():
+            table = np.zeros((int(ctx.observed.sum()), ts.size), dtype=bool)
+            table[row[a[hit]], cell_of[t[hit], e[hit]]] = True
+            out[key] = table
         return out
 
-    return ctx.memo(("relative_relations",), compute)
+    return ctx.memo(("relative_at_cells",), compute)
 
 
 def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
@@ -285,21 +329,19 @@ def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
 def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
     if spec.value == AGENT:
         return _agent_mask(ctx, spec.key)
-    rows = observed_anchor_rows(ctx, spec.value)
-    return Anchored(ctx.instances(spec.value), relative_relations(ctx)[spec.key][rows])
+    return Anchored(ctx.instances(spec.value), relative_relations(ctx, spec.value, spec.key))
 
 
 def position_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
     """The sampler's shortcut: position filters reduced to the cells (same rules as the masks)."""
     if spec.value == AGENT:
         return _agent_mask(ctx, spec.key)[ts, es], False
-    return anchored_at_cells(ctx, "rel_" + spec.key, relative_relations(ctx)[spec.key], spec, ts, es)
+    return anchored_at_cells(ctx, relative_at_cells(ctx), spec, ts, es)
 
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and _agent_mask(ctx, key).any() else []
-    rel = relative_relations(ctx)[key]
-    seen = rel.any(axis=(1, 2))
+    seen = relative_at_cells(ctx)[key].any(axis=1)
     out.extend(ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
     return _specs("position", key, out)
 

@@ -62,17 +62,14 @@ def counts_events(q: QuerySpec) -> bool:
 
 
 @dataclass(frozen=True)
-class QueryView:
-    """The cells one query looks at (its subject's observations, or its events), as the sampler sees them:
-    ``cols`` index the episode's cells, ``starts`` begin each entity's run, ``values`` are what a
-    time-reading query reads there (None otherwise)."""
+class SpecLists:
+    """The per-spec arrays as Python lists: the sampler reads a dozen entries at a time, where indexing a
+    list is far cheaper than a numpy call."""
 
-    cols: np.ndarray
-    holds: np.ndarray  # bool [C, k]: the index's ``holds`` on these cells
-    starts: np.ndarray
-    values: np.ndarray | None
-    events: bool
-    ar: np.ndarray
+    ambiguous: list[bool]
+    priority: list[float]
+    family_of: list[int]
+    key_id: list[int]
 
 
 @dataclass
@@ -95,6 +92,23 @@ class EpisodeIndex:
     @property
     def n_cells(self) -> int:
         return int(self.cell_t.shape[0])
+
+    @property
+    def lists(self) -> SpecLists:
+        hit = self._memo.get(("lists",))
+        if hit is None:
+            hit = self._memo[("lists",)] = SpecLists(
+                self.ambiguous.tolist(), self.priority.tolist(), self.family_of.tolist(), self.key_id.tolist()
+            )
+        return hit
+
+    def holding_at(self, cell: int, q: QuerySpec) -> list[int]:
+        """Specs (ascending) that keep ``cell`` and are not forbidden with the query (memoised)."""
+        key = ("holding_at", cell, q.name, q.arg)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = np.flatnonzero(self.holds[:, cell] & ~self.forbidden_for(q)).tolist()
+        return hit
 
     def forbidden_for(self, q: QuerySpec) -> np.ndarray:
         """Bool ``[C]``: specs that may not go with this query (memoised per query name and arg)."""
@@ -125,23 +139,6 @@ class EpisodeIndex:
             self._memo[key] = None if fn is None else fn(self.ctx, q)[self.cell_t, self.cell_e]
         return self._memo[key]
 
-    def view(self, q: QuerySpec) -> QueryView:
-        key = ("view", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
-        if key not in self._memo:
-            cols = np.flatnonzero(self.query_cells(q))
-            es = self.cell_e[cols]
-            starts = np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if cols.size else cols
-            values = self.time_values(q)
-            self._memo[key] = QueryView(
-                cols,
-                self.holds[:, cols],
-                starts,
-                None if values is None else values[cols],
-                counts_events(q),
-                np.arange(cols.size),
-            )
-        return self._memo[key]
-
     def cell_bits(self) -> tuple[CellLayout, list[int]]:
         """The cells' bit layout and every spec's cells as an int (``bitsets``), built on first use."""
         if ("bits",) not in self._memo:
@@ -154,14 +151,13 @@ class EpisodeIndex:
         key = ("bit_view", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
         if key not in self._memo:
             layout, _ = self.cell_bits()
-            view = self.view(q)
             planes = None
-            if view.values is not None:
+            if REGISTRY.query(q.name).time_value is not None and not counts_events(q):
                 pkey = ("planes", q.name, q.arg)
                 if pkey not in self._memo:
                     self._memo[pkey] = value_planes(self.time_values(q), layout)
                 planes = self._memo[pkey]
-            bits = BitView(cells_to_int(view.cols, layout), planes, view.events)
+            bits = BitView(cells_to_int(np.flatnonzero(self.query_cells(q)), layout), planes, counts_events(q))
             self._memo[key] = bits, Previewer(layout, bits)
         return self._memo[key]
 
@@ -213,8 +209,7 @@ def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndar
 
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
-    cells = ctx.data | event_cells(ctx)
-    cell_e, cell_t = np.nonzero(cells.T)
+    cell_t, cell_e = ctx.cells
     starts = np.flatnonzero(np.r_[True, cell_e[1:] != cell_e[:-1]]) if cell_e.size else cell_e
     specs = satisfiable_specs(ctx)
     rows = [_union_at(ctx, s, cell_t, cell_e) for s in specs]

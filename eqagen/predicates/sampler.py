@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -43,20 +44,27 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
     """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
     the target does not name (a world family's own filter family) weighs as much as the average named
     one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
-    named = [float(w) for w in target.values() if w > 0]
-    default = sum(named) / len(named) if named else 1.0
-    weights = [max(float(target.get(o, default)), 0.0) for o in options]
-    total = sum(weights)
-    if total <= 0:
-        weights, total = [1.0] * len(options), float(len(options))
-    n = sum(counts[o] for o in options) + 1.0
-    deficit = [max(w / total * n - counts[o], 0.0) + 0.05 * w / total for o, w in zip(options, weights)]
+    shares = _target_shares(tuple(options), tuple(target.items()))
+    n = sum(counts.get(o, 0) for o in options) + 1.0
+    deficit = [max(share * n - counts.get(o, 0), 0.0) + floor for o, (share, floor) in zip(options, shares)]
     r = rng.random() * sum(deficit)
     for option, d in zip(options, deficit):
         r -= d
         if r < 0:
             return option
     return options[-1]
+
+
+@lru_cache(maxsize=4096)
+def _target_shares(options: tuple, target: tuple) -> tuple[tuple[float, float], ...]:
+    """Per option: its normalised target weight, and the small floor (5% of it) that keeps it possible."""
+    named = [float(w) for _, w in target if w > 0]
+    default = sum(named) / len(named) if named else 1.0
+    weights = [max(float(dict(target).get(o, default)), 0.0) for o in options]
+    total = sum(weights)
+    if total <= 0:
+        weights, total = [1.0] * len(options), float(len(options))
+    return tuple((w / total, 0.05 * w / total) for w in weights)
 
 
 @dataclass
@@ -75,13 +83,23 @@ class MixState:
 
 # -- proposals -------------------------------------------------------------------------------------------
 def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> QuerySpec:
-    name = pick_by_deficit(sorted(index.queries), config.query_mix, mix.queries, rng)
+    names, events, objects = query_options(index)
+    name = pick_by_deficit(names, config.query_mix, mix.queries, rng)
     specs = index.queries[name]
     if name == "count":
-        events = [q for q in specs if q.arg == "events"]
-        objects = [q for q in specs if q.arg != "events"]
         specs = events if events and (not objects or rng.random() < config.event_count_share) else objects
     return specs[int(rng.integers(0, len(specs)))]
+
+
+def query_options(index: EpisodeIndex) -> tuple[list[str], list[QuerySpec], list[QuerySpec]]:
+    """The query names (sorted), and the count specs that count events and those that do not (memoised)."""
+    hit = index._memo.get(("query_options",))
+    if hit is None:
+        counts = index.queries.get("count", [])
+        events = [q for q in counts if q.arg == "events"]
+        objects = [q for q in counts if q.arg != "events"]
+        hit = index._memo[("query_options",)] = sorted(index.queries), events, objects
+    return hit
 
 
 def shared_rank(n: int, focus: float, rng: np.random.Generator) -> int:
@@ -92,36 +110,43 @@ def shared_rank(n: int, focus: float, rng: np.random.Generator) -> int:
     return (int(rng.geometric(focus)) - 1) % n
 
 
-def pick_shared(index: EpisodeIndex, idx: np.ndarray, focus: float, rng: np.random.Generator) -> int:
+def pick_shared(index: EpisodeIndex, idx: list[int], focus: float, rng: np.random.Generator) -> int:
     """One of spec indices ``idx``, favouring those the episode has proposed least so far and, among
     those, low priority (values shared by many scenes): every episode goes down the same order."""
-    if focus <= 0.0 or idx.size == 1:
-        chosen = int(idx[rng.integers(0, idx.size)])
+    uses = spec_uses(index)
+    if focus <= 0.0 or len(idx) == 1:
+        chosen = idx[int(rng.integers(0, len(idx)))]
     else:
-        uses = spec_uses(index)
-        ranked = idx[np.lexsort((index.priority[idx], uses[idx]))]
-        chosen = int(ranked[shared_rank(idx.size, focus, rng)])
-    spec_uses(index)[chosen] += 1
+        priority = index.lists.priority
+        ranked = sorted(idx, key=lambda i: (uses[i], priority[i]))  # stable, like a lexsort
+        chosen = ranked[shared_rank(len(idx), focus, rng)]
+    uses[chosen] += 1
     return chosen
 
 
-def spec_uses(index: EpisodeIndex) -> np.ndarray:
-    """Int ``[C]``: how often each spec has been proposed in the episode."""
-    return index._memo.setdefault(("spec_uses",), np.zeros(len(index.specs), dtype=np.int64))
+def spec_uses(index: EpisodeIndex) -> list[int]:
+    """How often each spec has been proposed in the episode."""
+    uses = index._memo.get(("spec_uses",))
+    if uses is None:
+        uses = index._memo[("spec_uses",)] = [0] * len(index.specs)
+    return uses
 
 
-def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
-    """For the query's seed runs: each run's type code (codes in the order of the types' priority), and
-    how often each type has seeded a proposal of this query so far (memoised per query)."""
+def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[list[int], list[int], dict[int, list[int]], list[int]]:
+    """For the query's seed cells: the cells, the start of each entity's run among them, the runs of each
+    type (type codes in the order of the types' priority), and how often each type has seeded a proposal
+    of this query so far (memoised per query; plain lists, read a few entries at a time)."""
     key = ("seed_types", q.name, q.arg, q.args.get("kind"))
     if key not in index._memo:
         ks, starts = index.seed_cells(q)
-        names = index.ctx.types[index.cell_e[ks[starts]]] if starts.size else np.zeros(0, dtype=object)
+        names = index.ctx.types[index.cell_e[ks[starts]]].tolist() if starts.size else []
         shares = shared_vocabulary(index.ctx)
-        ranked = sorted((priority(type_text(t), shares), t) for t in set(names.tolist()))
+        ranked = sorted((priority(type_text(t), shares), t) for t in set(names))
         code = {t: i for i, (_, t) in enumerate(ranked)}
-        codes = np.array([code[t] for t in names.tolist()], dtype=np.int64)
-        index._memo[key] = codes, np.zeros(len(ranked), dtype=np.int64)
+        runs: dict[int, list[int]] = {}
+        for j, t in enumerate(names):
+            runs.setdefault(code[t], []).append(j)
+        index._memo[key] = ks.tolist(), starts.tolist(), runs, [0] * len(ranked)
     return index._memo[key]
 
 
@@ -130,38 +155,38 @@ def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: 
     A type is drawn first (the least used so far, the most common first, so that scenes ask about the
     same types), then an entity of it, then one of its cells, so that entities seen often do not dominate.
     (Restricting seeds to common types was tried: it made more questions single-answer, not fewer.)"""
-    ks, starts = index.seed_cells(q)
-    if starts.size == 0:
+    ks, starts, runs, uses = seed_types(index, q)
+    if not starts:
         return -1
-    codes, uses = seed_types(index, q)
-    code = int(np.argsort(uses, kind="stable")[shared_rank(uses.size, config.shared_vocabulary, rng)])
+    order = sorted(range(len(uses)), key=uses.__getitem__)  # stable: ties keep the priority order
+    code = order[shared_rank(len(uses), config.shared_vocabulary, rng)]
     uses[code] += 1
-    runs = np.flatnonzero(codes == code)
-    j = int(runs[rng.integers(0, runs.size)])
-    hi = int(starts[j + 1]) if j + 1 < starts.size else ks.size
-    return int(ks[int(rng.integers(int(starts[j]), hi))])
+    entity_runs = runs[code]
+    j = entity_runs[int(rng.integers(0, len(entity_runs)))]
+    hi = starts[j + 1] if j + 1 < len(starts) else len(ks)
+    return ks[int(rng.integers(starts[j], hi))]
 
 
 def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
     return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
 
 
-def candidates(index, config, q, used, seed) -> np.ndarray:
-    """Bool ``[C]``: specs holding at the seed that may join ``used`` (key unused, family under its cap,
-    not forbidden with the query, at most one ambiguous filter)."""
-    cand = index.holds[:, seed] & ~index.forbidden_for(q)
-    families = []
-    for i in used:
-        cand &= index.key_id != index.key_id[i]
-        if index.ambiguous[i]:
-            cand &= ~index.ambiguous
-        families.append(int(index.family_of[i]))
-        if families.count(families[-1]) >= config.max_filters_per_family:
-            cand &= index.family_of != families[-1]
-    return cand
+def candidates(index: EpisodeIndex, config: QuestionConfig, q: QuerySpec, used: list[int], seed: int) -> list[int]:
+    """Specs (ascending) holding at the seed that may join ``used`` (key unused, family under its cap, not
+    forbidden with the query, at most one ambiguous filter)."""
+    lists = index.lists
+    held = index.holding_at(seed, q)
+    if not used:
+        return held
+    keys = {lists.key_id[i] for i in used}
+    one_ambiguous = any(lists.ambiguous[i] for i in used)
+    families = Counter(lists.family_of[i] for i in used)
+    capped = {f for f, n in families.items() if n >= config.max_filters_per_family}
+    amb, fam, key = lists.ambiguous, lists.family_of, lists.key_id
+    return [j for j in held if key[j] not in keys and not (one_ambiguous and amb[j]) and fam[j] not in capped]
 
 
-def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: list[int], idx: np.ndarray):
+def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: list[int], idx: list[int]):
     """Of candidates ``idx``, those that keep every filter effective on the query's cells (the candidate
     changes the answer preview, and each earlier filter still does with it), with the number of cells and
     of entities (counting events: cells) each keeps. Selections are ints (``bitsets``); with no filter
@@ -181,7 +206,7 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
                 wide &= rows[i]
         others.append(wide)
     ok, n_kept, n_entities = [], [], []
-    for j in idx.tolist():
+    for j in idx:
         row = rows[j]
         kept = current & row
         if not pv.differs(current, kept) or any(not pv.differs(wide & row, kept) for wide in others):
@@ -189,14 +214,14 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
         ok.append(j)
         n_kept.append(kept.bit_count())
         n_entities.append(pv.size(kept))
-    return _arrays(ok, n_kept, n_entities)
+    return ok, n_kept, n_entities
 
 
-def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: np.ndarray):
+def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]):
     """``effective_candidates`` with no filter yet: each spec against the whole view, memoised."""
     ok, n_kept, n_entities = [], [], []
     first = view.first
-    for j in idx.tolist():
+    for j in idx:
         hit = first.get(j)
         if hit is None:
             kept = view.cells & rows[j]
@@ -205,11 +230,7 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: np.ndarra
             ok.append(j)
             n_kept.append(hit[1])
             n_entities.append(hit[2])
-    return _arrays(ok, n_kept, n_entities)
-
-
-def _arrays(ok: list[int], n_kept: list[int], n_entities: list[int]):
-    return np.array(ok, dtype=np.int64), np.array(n_kept, dtype=np.int64), np.array(n_entities, dtype=np.int64)
+    return ok, n_kept, n_entities
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
@@ -218,37 +239,38 @@ def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
     return config.max_query_targets if REGISTRY.query(q.name).max_targets else None
 
 
-def choose_filter(index, config, q, view, used, seed, mix, rng, more: int) -> int:
+def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> int:
     """Index of one more spec that holds at the seed and keeps every filter effective, from a family
     chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
     it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
-    answers within the size limits."""
-    idx = np.flatnonzero(candidates(index, config, q, used, seed))
-    if idx.size == 0:
+    answers within the size limits. (Plain lists: a dozen candidates, where numpy's per-call cost
+    dominates.)"""
+    idx = candidates(index, config, q, used, seed)
+    if not idx:
         return -1
-    idx, n_kept, n_entities = effective_candidates(index, view, used, idx)
-    if idx.size == 0:
+    idx, n_kept, n_entities = effective_candidates(index, bits, used, idx)
+    if not idx:
         return -1
-    prefer = mix.want_grounded(config.grounded_share) and not (used and index.ambiguous[used].any())
-    common = index.priority[idx] <= 1.0 - config.common_share
-    if prefer and index.ambiguous[idx].any() and rng.random() < KEEP_AMBIGUOUS:
-        common &= index.ambiguous[idx]  # grounding wanted: an ambiguous value among the common ones
-    if common.any() and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
-        idx, n_kept, n_entities = idx[common], n_kept[common], n_entities[common]
-    fams = index.family_of[idx]
-    present = [index.families[f] for f in sorted(set(fams.tolist()))]
-    family = pick_by_deficit(present, config.family_mix, mix.families, rng)
-    sub = fams == index.families.index(family)
-    idx, n_kept, n_entities = idx[sub], n_kept[sub], n_entities[sub]
-    best = index.ambiguous[idx] == prefer
-    if not best.any():
-        best = ~best
+    amb, fam = index.lists.ambiguous, index.lists.family_of
+    prefer = mix.want_grounded(config.grounded_share) and not any(amb[i] for i in used)
+    bound = 1.0 - config.common_share
+    common = [index.lists.priority[i] <= bound for i in idx]
+    if prefer and any(amb[i] for i in idx) and rng.random() < KEEP_AMBIGUOUS:
+        common = [c and amb[i] for c, i in zip(common, idx)]  # grounding wanted: an ambiguous common value
+    rows = list(zip(idx, n_kept, n_entities))
+    if any(common) and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
+        rows = [r for r, c in zip(rows, common) if c]
+    present = [index.families[f] for f in sorted({fam[r[0]] for r in rows})]
+    family = index.families.index(pick_by_deficit(present, config.family_mix, mix.families, rng))
+    rows = [r for r in rows if fam[r[0]] == family]
+    best = [r for r in rows if amb[r[0]] == prefer] or rows
     limit = answer_limit(q, config)
     if more > 0:
-        best &= n_kept == n_kept[best].max()
-    elif limit is not None and (best & (n_entities <= limit)).any():
-        best &= n_entities <= limit
-    return pick_shared(index, idx[best], config.shared_vocabulary, rng)
+        most = max(r[1] for r in best)
+        best = [r for r in best if r[1] == most]
+    elif limit is not None and any(r[2] <= limit for r in best):
+        best = [r for r in best if r[2] <= limit]
+    return pick_shared(index, [r[0] for r in best], config.shared_vocabulary, rng)
 
 
 def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng) -> str | None:
@@ -275,14 +297,14 @@ def too_many_left(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: li
 def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
     """Up to ``n`` filters; one more (within 4) when the answer would still list too many entities."""
     used: list[int] = []
-    view = index.bit_view(q)
+    bits = index.bit_view(q)
     for k in range(n):
-        i = choose_filter(index, config, q, view, used, seed, mix, rng, more=n - k - 1)
+        i = choose_filter(index, config, q, bits, used, seed, mix, rng, more=n - k - 1)
         if i < 0:
             break
         used.append(i)
-    if len(used) == n < 4 and too_many_left(index, view, used, answer_limit(q, config)):
-        i = choose_filter(index, config, q, view, used, seed, mix, rng, more=0)
+    if len(used) == n < 4 and too_many_left(index, bits, used, answer_limit(q, config)):
+        i = choose_filter(index, config, q, bits, used, seed, mix, rng, more=0)
         if i >= 0:
             used.append(i)
     return used
