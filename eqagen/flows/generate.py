@@ -101,6 +101,8 @@ def run_with_prefect(
         stack.callback(server.stop)  # last: the pool below is stopped first
         if server.process is None:
             server.launch()
+        if config.runner.kind == "dask" and config.runner.address:  # fail early, while the server boots
+            runners.check_cluster_shares(config.runner.address, pipeline.make_context(config, Path(out_dir)).store_root)
         if config.runner.kind == "processes":
             pool = stack.enter_context(batch_pool(config.runner.workers))
             batches = stages.plan_batches(config.generation, config.seed)  # the flow plans again: the same list

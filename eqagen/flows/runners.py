@@ -106,6 +106,7 @@ def share_api_with_workers(client: Any) -> int:
 
 # --- the checkpoint directory must be one directory for the run and every worker --------------------
 
+CONNECT_TIMEOUT_S = 30
 SHARED_DIRECTORY_FIX = (
     "put --out on a file system that every Dask worker mounts at the same path as this machine (NFS, Lustre, "
     "a cluster home directory), or start the workers on this machine"
@@ -157,13 +158,25 @@ def check_shared_directory(directory: Path, run_on_workers: Callable[..., dict[s
     return len(views)
 
 
-def prepare_dask_workers(ctx: pipeline.RunContext) -> int:
-    """Point every worker of the current flow's Dask cluster at the run's API and check that each one
-    shares the checkpoint directory; returns the number of workers."""
-    client = FlowRunContext.get().task_runner.client  # type: ignore[union-attr]
-    n_workers = share_api_with_workers(client)
-    check_shared_directory(ctx.store_root, client.run)
-    return n_workers
+def check_cluster_shares(address: str, directory: Path) -> int:
+    """Before the run starts: connect to the scheduler at ``address`` and check that every worker shares
+    ``directory`` (:func:`check_shared_directory`); returns the number of workers."""
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as err:
+        raise ConfigError(
+            "runner.address", f"cannot connect to the Dask scheduler at {address} ({err})",
+            "the address of a running scheduler, e.g. tcp://10.0.0.5:8786",
+        ) from None  # fmt: skip
+    with client:
+        return check_shared_directory(directory, client.run)
+
+
+def share_api_with_flow_workers() -> int:
+    """Point every worker of the current flow's Dask cluster at the run's API; returns the number of workers."""
+    return share_api_with_workers(FlowRunContext.get().task_runner.client)  # type: ignore[union-attr]
 
 
 def run_batches_whole(
@@ -180,7 +193,7 @@ def run_batches_whole(
     stage before any batch's second (it is first in, first out), so no checkpoint is written until all
     episodes exist and all of them sit in memory; and the flow's own memory (task runs, futures, their
     states) grows with the dataset instead of the number of workers."""
-    n_workers = prepare_dask_workers(ctx) if runner.kind == "dask" else runner.workers
+    n_workers = share_api_with_flow_workers() if runner.kind == "dask" else runner.workers
     window = max(2, WINDOW_PER_WORKER * n_workers)
     queue = iter(todo)
     running: set[Any] = set()

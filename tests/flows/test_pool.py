@@ -1,0 +1,163 @@
+"""The ``processes`` runner's worker pool (eqagen.flows.pool): batches start before the flow, the flow gets
+those very runs (no batch runs twice), batches finished by an earlier run are not started, the checkpoints
+equal an inline run's, and the workers never outlive the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from eqagen.flows import pipeline, stages
+from eqagen.flows.pool import BatchPool, active_pool, batch_pool
+
+
+def wait_until(predicate, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def plan(config) -> list[stages.Batch]:
+    return stages.plan_batches(config.generation, config.seed)
+
+
+def test_batches_start_early_and_the_flow_gets_those_runs(tmp_path: Path, small_config) -> None:
+    config = small_config("generation.n_episodes=30", "generation.batch_size=3")  # 10 batches
+    ctx, batches = pipeline.make_context(config, tmp_path / "pool"), plan(config)
+    pipeline.run_batch(ctx, batches[2])  # an earlier, interrupted run finished batch 2
+    todo = [b for b in batches if b.name != batches[2].name]
+    with batch_pool(2) as pool:
+        assert active_pool() is pool
+        submitted: list[str] = []
+        submit = pool.executor.submit
+
+        def counting_submit(fn, *args):  # counts, then submits for real
+            submitted.append(args[1].name if len(args) > 1 else "")
+            return submit(fn, *args)
+
+        pool.executor.submit = counting_submit
+        pool.start_early(ctx, batches)
+        assert pool.resumed == {batches[2].name}
+        wait_until(lambda: len(ctx.store.done([b.name for b in todo])) >= 3)  # each finished one starts the next
+        pool.hand_over()
+        early = pool.early_batches
+        assert early == [b.name for b in todo[: len(early)]], "early batches follow the plan"
+        assert len(early) >= 4 and batches[2].name not in early
+        time.sleep(0.3)
+        assert pool.early_batches == early, "nothing starts after the hand-over"
+        summaries = {b.name: pool.run(ctx, b) for b in todo}
+    assert active_pool() is None
+    assert sorted(submitted) == sorted(b.name for b in todo), "every batch ran exactly once"
+    assert all(summaries[b.name]["batch"] == b.name for b in todo)
+    inline = pipeline.make_context(config, tmp_path / "inline")
+    for b in batches:
+        pipeline.run_batch(inline, b)
+    names = [b.name for b in batches]
+    for read in ("read_questions", "read_episodes"):
+        ours, theirs = getattr(ctx.store, read)(names), getattr(inline.store, read)(names)
+        assert isinstance(ours, pa.Table) and ours.num_rows > 0 and ours.equals(theirs), read
+
+
+def test_a_batch_the_flow_asks_for_that_did_not_start_early_runs_now(tmp_path: Path, small_config) -> None:
+    config = small_config()
+    ctx, batches = pipeline.make_context(config, tmp_path), plan(config)
+    with batch_pool(1) as pool:  # never given early batches
+        summary = pool.run(ctx, batches[-1])
+    assert summary["batch"] == batches[-1].name and ctx.store.is_done(batches[-1].name)
+    assert not ctx.store.is_done(batches[0].name)
+
+
+POOL_OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from eqagen.flows.pool import BatchPool
+    pool = BatchPool(2)
+    print(*pool.executor._processes, flush=True)
+    pool.executor.submit(time.sleep, 120)
+    time.sleep(120)
+    """
+)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("State:"))
+    except (OSError, StopIteration):
+        return False
+    return "Z" not in state
+
+
+def test_workers_die_with_a_killed_run_and_leave_ctrl_c_to_it() -> None:
+    owner = subprocess.Popen([sys.executable, "-c", POOL_OWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in owner.stdout.readline().split()]
+        assert len(workers) == 2 and all(alive(p) for p in workers)
+        for pid in workers:
+            os.kill(pid, signal.SIGINT)  # Ctrl-C reaches the whole process group: the run decides
+        time.sleep(0.5)
+        assert all(alive(p) for p in workers), "a worker stopped on SIGINT"
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    wait_until(lambda: not any(alive(p) for p in workers), timeout=10)
+
+
+def test_closing_on_an_error_stops_busy_workers_at_once() -> None:
+    pool = BatchPool(2)
+    workers = list(pool.executor._processes)
+    busy = [pool.executor.submit(time.sleep, 60) for _ in range(2)]
+    start = time.monotonic()
+    pool.close(cancel=True)
+    assert time.monotonic() - start < 10
+    assert not any(alive(p) for p in workers) and all(f.done() for f in busy)
+
+
+def processes_of(out: Path) -> list[int]:
+    """Live processes whose command line names ``out``: the run and its forked workers (the server's
+    command line does not name it; tests.test_cli.server_pids finds it by its environment)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(out).encode() in (proc / "cmdline").read_bytes() and alive(int(proc.name)):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow  # three small Prefect runs with the processes runner: 1-3 minutes here
+def test_processes_runner_killed_then_resumed_gives_inline_bytes_and_leaves_nothing(tmp_path: Path) -> None:
+    from tests.test_cli import server_pids, shard_digests
+
+    small = ["--no-progress", "--set", "generation.n_episodes=24", "--set", "generation.batch_size=3"]
+    out, inline = tmp_path / "p", tmp_path / "inline"
+    cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(out), "--runner", "processes", *small]
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_until(lambda: len(list(out.glob(".eqagen/batches/*/*/DONE"))) >= 2 or run.poll() is not None, timeout=300)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    done = len(list(out.glob(".eqagen/batches/*/*/DONE")))
+    assert 2 <= done < 8, done
+    wait_until(lambda: not processes_of(out) and not server_pids(out), timeout=15)  # workers and server died
+    summary = tmp_path / "s.json"
+    rerun = subprocess.run([*cmd, "--summary-json", str(summary)], capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert json.loads(summary.read_text())["batches"]["resumed"] >= done
+    cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(inline), "--runner", "inline", *small]
+    assert subprocess.run(cmd, capture_output=True, timeout=600, check=False).returncode == 0
+    assert shard_digests(out) == shard_digests(inline) != {}
+    assert not processes_of(out) and not server_pids(out)
+    with sqlite3.connect(out / ".eqagen" / "prefect" / "prefect.db") as db:
+        rows = db.execute("select state_type, count(*) from task_run where name like 'sample-batch%' group by 1")
+        assert dict(rows.fetchall()).get("COMPLETED", 0) >= 8 - done, "each batch of the rerun is a Prefect task run"
