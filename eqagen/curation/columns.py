@@ -35,10 +35,14 @@ def encode(column: pa.ChunkedArray | pa.Array, numeric: bool = False) -> tuple[n
     appearance, makes results independent of row order."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type) and pc.count_distinct(column.dictionary).as_py() < len(column.dictionary):
+        column = column.dictionary_decode()  # a dictionary with repeated values: codes must be by value
     if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
-    encoded = pc.dictionary_encode(column)
-    dictionary = encoded.dictionary
+        indices, dictionary = _used_dictionary(column)
+    else:
+        encoded = pc.dictionary_encode(column)
+        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        dictionary = encoded.dictionary
     if numeric:
         values = dictionary.to_pylist()
         order = np.asarray(sorted(range(len(values)), key=lambda i: _sort_key(values[i])), dtype=np.int64)
@@ -46,8 +50,17 @@ def encode(column: pa.ChunkedArray | pa.Array, numeric: bool = False) -> tuple[n
         order = pc.sort_indices(dictionary).to_numpy().astype(np.int64)
     remap = np.empty(len(dictionary), dtype=np.int64)
     remap[order] = np.arange(len(dictionary), dtype=np.int64)
-    indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     return remap[indices], dictionary.take(pa.array(order)).to_pylist()
+
+
+def _used_dictionary(column: pa.DictionaryArray) -> tuple[np.ndarray, pa.Array]:
+    """A dictionary column's indices into the values it actually uses (as plain encoding would find
+    them), without decoding its strings: the key tables of large runs arrive dictionary-encoded."""
+    raw = column.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    used = np.unique(raw)
+    if len(used) == len(column.dictionary):
+        return raw, column.dictionary
+    return np.searchsorted(used, raw), column.dictionary.take(pa.array(used))
 
 
 def _sort_key(value: object) -> tuple:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eqagen.core import SPLITS
+from eqagen.curation.columns import joined_list_column
 from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
@@ -48,20 +49,61 @@ def key_columns(config: Any) -> list[str]:
     return [name for name in QUESTIONS_SCHEMA.names if name in wanted]
 
 
+class KeyDictionaries:
+    """Dictionary-encodes the key table's text columns as batches are read, with one dictionary per
+    column across all batches: a row then costs four bytes per text column instead of its strings
+    (balance keys are about 75 bytes), and the curation stages encode it without decoding. A list
+    column (the filter families) becomes its joined signature, which is all the split's strata use."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, int]] = {}
+        self.indices: dict[str, list[np.ndarray]] = {}
+
+    def add(self, name: str, column: pa.ChunkedArray) -> None:
+        array = column.combine_chunks()
+        if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+            array = joined_list_column(array)
+        local = pc.dictionary_encode(array)
+        known = self.values.setdefault(name, {})
+        to_global = np.fromiter((known.setdefault(v, len(known)) for v in local.dictionary.to_pylist()), np.int32)
+        indices = local.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        self.indices.setdefault(name, []).append(to_global[indices] if len(to_global) else indices.astype(np.int32))
+
+    def column(self, name: str) -> pa.DictionaryArray:
+        indices = np.concatenate(self.indices.get(name) or [np.zeros(0, np.int32)])
+        dictionary = pa.array(list(self.values.get(name, {})), pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
+
+
+def is_text(field: pa.Field) -> bool:
+    t = field.type
+    return pa.types.is_string(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
 def read_keys(store: BatchStore, batch_names: list[str], columns: list[str]) -> pa.Table:
-    """The key columns of every batch's candidates, in batch order, with each row's batch and row."""
-    parts = []
+    """The key columns of every batch's candidates, in batch order, with each row's batch and row;
+    text columns other than the (unique) question id dictionary-encoded across batches."""
+    encoded = [c for c in columns if c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c))]
+    dictionaries = KeyDictionaries()
+    plain: dict[str, list[pa.ChunkedArray]] = {c: [] for c in columns if c not in encoded}
+    batch, row = [], []
     for index, table in enumerate(store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns)):
-        n = table.num_rows
-        parts.append(
-            table.append_column(BATCH, pa.array(np.full(n, index, np.int32))).append_column(
-                ROW, pa.array(np.arange(n, dtype=np.int32))
-            )
-        )
-    if not parts:
-        empty = QUESTIONS_SCHEMA.empty_table().select(columns)
-        return empty.append_column(BATCH, pa.array([], pa.int32())).append_column(ROW, pa.array([], pa.int32()))
-    return pa.concat_tables(parts)
+        for name in encoded:
+            dictionaries.add(name, table[name])
+        for name in plain:
+            plain[name].append(table[name])
+        batch.append(np.full(table.num_rows, index, np.int32))
+        row.append(np.arange(table.num_rows, dtype=np.int32))
+    data = {}
+    for name in columns:
+        if name in encoded:
+            data[name] = dictionaries.column(name)
+        else:
+            chunks_ = [c for part in plain[name] for c in part.chunks]
+            data[name] = pa.chunked_array(chunks_, QUESTIONS_SCHEMA.field(name).type)
+    data[BATCH] = pa.array(np.concatenate(batch or [np.zeros(0, np.int32)]), pa.int32())
+    data[ROW] = pa.array(np.concatenate(row or [np.zeros(0, np.int32)]), pa.int32())
+    return pa.table(data)
 
 
 def select(keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[str, float]) -> tuple[pa.Table, dict]:

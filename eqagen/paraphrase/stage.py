@@ -69,6 +69,7 @@ def pool_question_ids(keys: pa.Table) -> set[str]:
     """Question ids of the few-shot pool from the kept questions' ``question_id``, ``query_type`` and
     ``split`` columns: the train split (every row when none is train), at most
     :data:`POOL_PER_QUERY_TYPE` per query type, the smallest ids first (deterministic)."""
+    keys = pa.table({name: _decoded(keys[name]) for name in POOL_COLUMNS})
     train = pc.equal(keys["split"], "train")
     rows = keys.filter(train) if pc.any(train).as_py() else keys
     rows = rows.select(["query_type", "question_id"]).sort_by(
@@ -81,6 +82,10 @@ def pool_question_ids(keys: pa.Table) -> set[str]:
             per_type[query_type] += 1
             chosen.add(question_id)
     return chosen
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    return column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
 
 
 class ChunkedParaphrase:
