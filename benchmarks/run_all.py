@@ -1,6 +1,7 @@
 """Run every benchmark and write one JSON report; or compare two reports side by side.
 
     python benchmarks/run_all.py --out benchmarks/results/report.json [--only household,questions]
+        [--scaling-sizes 1000,10000,100000]
     python benchmarks/run_all.py --compare OLD.json NEW.json
 
 Each ``benchmarks/bench_<name>.py`` is run in its own process (so peak memory is per benchmark) with
@@ -23,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+# Sizes that keep one run of the whole suite to well under an hour on two cores; the 100,000-episode
+# size of the scaling benchmark is asked for with --scaling-sizes (it takes about an hour by itself).
+DEFAULT_ARGS: dict[str, list[str]] = {"scaling": ["--sizes", "1000,10000"]}
 
 
 def discover(only: set[str] | None) -> list[Path]:
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "report.json")
     parser.add_argument("--only", help="comma-separated benchmark names (household, questions, ...)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
+    parser.add_argument("--scaling-sizes", help="episodes per scaling run, e.g. 1000,10000,100000 (default 1000,10000)")
     args = parser.parse_args(argv)
     if args.compare:
         old, new = (json.loads(p.read_text()) for p in args.compare)
@@ -91,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     for script in discover(only):
         name = script.stem.removeprefix("bench_")
         print(f"running {name} ...", flush=True)
-        report["benchmarks"][name] = entry = run_one(script, [])
+        extra = DEFAULT_ARGS.get(name, [])
+        if name == "scaling" and args.scaling_sizes:
+            extra = ["--sizes", args.scaling_sizes]
+        report["benchmarks"][name] = entry = run_one(script, extra)
         print(f"  {name}: exit {entry['returncode']}, {entry['wall_seconds']} s", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
