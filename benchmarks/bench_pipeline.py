@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -29,16 +30,21 @@ def run(preset: str, runner: str | None, extra: list[str], out: Path) -> dict:
     runner_args = ["--runner", runner] if runner else []  # default: the preset's own runner
     cmd = [sys.executable, "-m", "eqagen.cli", "generate", preset, "--out", str(out), "--no-progress",
            *runner_args, "--summary-json", str(summary_path), *extra]  # fmt: skip
+    load_before = os.getloadavg()[0]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     process_s = time.perf_counter() - start
-    # Largest resident set of the run or any process it waited for (its Prefect server, pool workers).
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # Largest resident set of the run or any process it waited for (its Prefect server, pool workers),
+    # and the CPU time of them all.
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kb = usage.ru_maxrss
     if proc.returncode != 0:
         sys.exit(f"eqagen generate failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     summary = json.loads(summary_path.read_text())
     summary["process_seconds"] = round(process_s, 3)  # including interpreter start and imports
     summary["peak_rss_mb"] = round(peak_kb / 1024, 1)
+    summary["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 2)
+    summary["load_average"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]  # 1-min, at start and end
     return summary
 
 
@@ -72,6 +78,12 @@ def report(summary: dict) -> dict:
         print(f"{name:28s} {rate:9.1f}")
     peak = summary["peak_rss_mb"]
     print(f"{'peak memory (MB)':28s} {peak:9.1f}")
+    # A cross-check that timers cannot flatter: the CPU time of the run and all its processes against the
+    # wall time times the cores (stage timers count a worker waiting for a core as stage time).
+    cores = os.cpu_count() or 1
+    busy = summary["cpu_seconds"] / (wall * cores)
+    print(f"{'cpu seconds (all processes)':28s} {summary['cpu_seconds']:9.1f}  ({busy:.0%} of {cores} cores x wall)")
+    print(f"{'load average (start, end)':28s} {summary['load_average'][0]:9.2f} {summary['load_average'][1]:.2f}")
     ok_wall, ok_share = wall < TARGET_WALL_S, share < TARGET_ORCHESTRATION_SHARE
     ok_memory = peak < TARGET_PEAK_MB
     print(f"target peak memory < {TARGET_PEAK_MB:.0f} MB: {'met' if ok_memory else 'MISSED'} ({peak:.0f} MB)")
@@ -87,6 +99,9 @@ def report(summary: dict) -> dict:
         "runner": summary["runner"],
         "throughput": rates,
         "peak_rss_mb": peak,
+        "cpu_seconds": summary["cpu_seconds"],
+        "cores_busy_share": round(busy, 4),
+        "load_average": summary["load_average"],
         "targets": {
             "wall_seconds": TARGET_WALL_S,
             "orchestration_share": TARGET_ORCHESTRATION_SHARE,

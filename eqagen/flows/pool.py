@@ -114,6 +114,11 @@ class BatchPool:
         future = early[2] if early else self.executor.submit(pipeline.run_batch, ctx, batch)
         return future.result()
 
+    def submit(self, fn: Any, /, *args: Any) -> Future:
+        """Run ``fn(*args)`` on a worker: other CPU-bound work of the run (e.g. the dataset-level stages,
+        when the workers are idle) can use these warm processes instead of spawning new ones."""
+        return self.executor.submit(fn, *args)
+
     def close(self, cancel: bool) -> None:
         """Stop the workers: at once (``cancel``: an error, SIGTERM, Ctrl-C), else once idle."""
         self.hand_over()

@@ -1,8 +1,11 @@
-"""Task runners: where the batched units run (a thread pool, a process pool, or a Dask cluster).
+"""Task runners: where the batched units run (a thread pool, the run's worker processes, or a Dask cluster).
 
-Dask (``--runner dask``, the ``dask`` extra): the flow stays in this process and sends its batch tasks
-to a Dask cluster through prefect-dask's ``DaskTaskRunner`` -- an existing one (``--address
-tcp://HOST:PORT``) or a local one of ``runner.workers`` processes started for the run.
+- ``local``: Prefect's thread pool runs each batch in this process.
+- ``processes``: Prefect's thread pool hands each batch to worker processes forked from this one
+  (:mod:`eqagen.flows.pool`), which start on the first batches while the Prefect server is starting.
+- ``dask`` (the ``dask`` extra): the flow stays in this process and sends its batch tasks to a Dask
+  cluster through prefect-dask's ``DaskTaskRunner`` -- an existing one (``--address tcp://HOST:PORT``)
+  or a local one of ``runner.workers`` processes started for the run.
 
 - One Prefect task per batch: episodes, programs and the batch's checkpoint in one go on one worker,
   returning only a small summary. Each Prefect task on Dask costs about 85 ms of orchestration
@@ -12,12 +15,13 @@ tcp://HOST:PORT``) or a local one of ``runner.workers`` processes started for th
 - Every worker talks to the one Prefect API server the run started: prefect-dask ships the flow's
   settings context (``PREFECT_API_URL`` included) with every task, and :class:`SharedPrefectApi` puts
   the URL into each worker's environment too, so no worker starts a server of its own. The server
-  listens on 127.0.0.1; :func:`api_host` says which address it would need for workers on other
-  machines (not yet used by the server: see docs/robustness.md).
+  listens where the workers reach it (:func:`eqagen.flows.server.api_host`: 127.0.0.1 for a cluster on
+  this machine, else the address on the route to the scheduler, or ``--api-host``).
 - Every Prefect runner (threads, processes, Dask) uses these whole-batch tasks with at most
   ``WINDOW_PER_WORKER`` per worker in flight (:func:`run_batches_whole`).
 - Workers write the checkpoints themselves, so they must see the output directory at the same path
-  (a shared file system for a multi-machine cluster; always true for a local one and on 127.0.0.1).
+  (a shared file system for a multi-machine cluster; always true for a local one). For an existing
+  cluster this is checked before any batch runs (:func:`check_shared_directory`).
 
 The output does not depend on the runner: every unit is deterministic in its inputs, batches are
 checkpointed under their own names and the finish reads them in plan order.
