@@ -136,19 +136,27 @@ def processes_of(out: Path) -> list[int]:
     return found
 
 
-@pytest.mark.slow  # three small Prefect runs with the processes runner: 1-3 minutes here
-def test_processes_runner_killed_then_resumed_gives_inline_bytes_and_leaves_nothing(tmp_path: Path) -> None:
+def interrupt(cmd: list[str], out: Path, sig: int, after: int) -> tuple[int, int]:
+    """Run ``cmd``, send ``sig`` once ``after`` batches are checkpointed; (exit code, batches done)."""
+    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = lambda: len(list(out.glob(".eqagen/batches/*/*/DONE")))  # noqa: E731
+    wait_until(lambda: done() >= after or run.poll() is not None, timeout=300)
+    run.send_signal(sig)
+    return run.wait(timeout=60), done()
+
+
+@pytest.mark.slow  # four small Prefect runs with the processes runner: 2-4 minutes here
+def test_processes_runner_stopped_killed_and_resumed_gives_inline_bytes_and_leaves_nothing(tmp_path: Path) -> None:
     from tests.test_cli import server_pids, shard_digests
 
     small = ["--no-progress", "--set", "generation.n_episodes=24", "--set", "generation.batch_size=3"]
     out, inline = tmp_path / "p", tmp_path / "inline"
     cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(out), "--runner", "processes", *small]
-    run = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_until(lambda: len(list(out.glob(".eqagen/batches/*/*/DONE"))) >= 2 or run.poll() is not None, timeout=300)
-    run.send_signal(signal.SIGKILL)
-    run.wait()
-    done = len(list(out.glob(".eqagen/batches/*/*/DONE")))
-    assert 2 <= done < 8, done
+    code, done = interrupt(cmd, out, signal.SIGTERM, after=1)
+    assert code == 128 + signal.SIGTERM and 1 <= done < 8, (code, done)
+    wait_until(lambda: not processes_of(out) and not server_pids(out), timeout=15)  # workers and server stopped
+    code, done = interrupt(cmd, out, signal.SIGKILL, after=done + 2)
+    assert code == -signal.SIGKILL and 3 <= done < 8, (code, done)
     wait_until(lambda: not processes_of(out) and not server_pids(out), timeout=15)  # workers and server died
     summary = tmp_path / "s.json"
     rerun = subprocess.run([*cmd, "--summary-json", str(summary)], capture_output=True, text=True, timeout=600)
