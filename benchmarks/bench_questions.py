@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -106,7 +107,9 @@ def main() -> None:
     episodes = make_episodes(args.episodes, args.seed, args.max_steps)
     config = QuestionConfig()
     sample_questions(episodes[0], config, derive_rng(args.seed, "warmup"))  # imports, template compilation
+    load_before = os.getloadavg()[0]
     run = timed_run(episodes, config, args.seed)
+    load = (load_before, os.getloadavg()[0])
     per_cpu = run["records"] / run["cpu_seconds"]
     per_wall = run["records"] / run["wall_seconds"]
     result = {
@@ -119,13 +122,15 @@ def main() -> None:
         "meets_target": per_cpu >= TARGET,
         "speedup_over_clevr": round(per_cpu / CLEVR_RATE, 1),
         "cpu_by_stage": run["cpu_by_stage"],
+        "load_average_1min": [round(x, 2) for x in load],
         "funnel": funnel(run),
         "balance": balance_yield(run["rows"], args.seed),
     }
     print(f"{args.episodes} household episodes -> {run['records']} accepted questions ({run['programs']} programs)")
     print(f"accepted questions per CPU second (one core): {per_cpu:,.0f}   (target {TARGET:,.0f}: "
           f"{'met' if per_cpu >= TARGET else 'NOT met'}; CLEVR ~{CLEVR_RATE:.0f})")  # fmt: skip
-    print(f"accepted questions per wall second:           {per_wall:,.0f}")
+    print(f"accepted questions per wall second:           {per_wall:,.0f}   (1-min load average before/after: "
+          f"{load[0]:.2f} / {load[1]:.2f} on {os.cpu_count()} cores; CPU time is the figure to compare)")  # fmt: skip
     print(f"CPU seconds by stage: {run['cpu_by_stage']}")
     f = result["funnel"]
     print(f"funnel: {f['candidate_programs']} candidate programs -> {f['accepted_programs']} accepted "

@@ -120,23 +120,26 @@ class Previewer:
         x = sel | self.guards
         return x & ~(x - self.low) & ~self.guards
 
-    def differs(self, wide: int, narrow: int) -> bool:
-        """Whether the answer preview differs between ``wide`` and its subset ``narrow``: another number of
-        cells (counting events), another set of entities, or (time-reading queries) another value at some
-        entity's last selected cell."""
-        if wide == narrow:
+    def summary(self, sel: int) -> tuple[int, int]:
+        """What ``differs`` and ``size`` read of a selection: the selection and its entities."""
+        return sel, (sel + self.fill) & self.guards
+
+    def differs(self, wide: tuple[int, int], narrow: tuple[int, int]) -> bool:
+        """Whether the answer preview differs between ``wide`` and its subset ``narrow`` (``summary`` of
+        each): another number of cells (counting events), another set of entities, or (time-reading
+        queries) another value at some entity's last selected cell."""
+        if wide[0] == narrow[0]:
             return False
         if self.events:
             return True
-        pw, pn = self.present(wide), self.present(narrow)
-        if pw != pn or self.planes is None:
-            return pw != pn
-        lw, ln = self.last(wide), self.last(narrow)
+        if wide[1] != narrow[1] or self.planes is None:
+            return wide[1] != narrow[1]
+        lw, ln = self.last(wide[0]), self.last(narrow[0])
         if lw == ln:
             return False
         fill, guards = self.fill, self.guards
         return any(((lw & p) + fill) & guards != ((ln & p) + fill) & guards for p in self.planes)
 
-    def size(self, sel: int) -> int:
+    def size(self, summary: tuple[int, int]) -> int:
         """What the answer would hold: cells (counting events) or entities."""
-        return sel.bit_count() if self.events else self.present(sel).bit_count()
+        return summary[0].bit_count() if self.events else summary[1].bit_count()

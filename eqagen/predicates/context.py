@@ -87,6 +87,7 @@ class EpisodeContext:
         self.events: list[NamedEvent] = name_events(episode)
         self._memo: dict[Any, Any] = {}
         self._selections: dict[tuple, np.ndarray | Anchored] = {}
+        self._by_object: dict[int, tuple[FilterSpec, np.ndarray | Anchored]] = {}
 
     # -- cached derived arrays -------------------------------------------------------------------
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
@@ -147,12 +148,17 @@ class EpisodeContext:
 
     # -- filter selections ------------------------------------------------------------------------
     def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:
-        """The filter's selection, memoised per spec (filters are pure)."""
+        """The filter's selection, memoised per spec (filters are pure); looked up by the spec object first
+        (the sampler passes the same objects again and again), then by its content."""
+        hit = self._by_object.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
         key = spec_key(spec)
         sel = self._selections.get(key)
         if sel is None:
             sel = REGISTRY.filter(spec.family, spec.key).fn(self, spec)
             self._selections[key] = sel
+        self._by_object[id(spec)] = (spec, sel)  # holds the spec, so its id is not reused meanwhile
         return sel
 
 

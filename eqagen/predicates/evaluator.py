@@ -83,8 +83,7 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
 
 
 def _last_steps(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
-    cols = mask[:, entities]
-    return mask.shape[0] - 1 - np.argmax(cols[::-1], axis=0)
+    return mask.shape[0] - 1 - mask[::-1, entities].argmax(axis=0)
 
 
 def answer_key(groups: list[RawGroup]) -> tuple:
@@ -117,20 +116,28 @@ def caption(ctx: EpisodeContext, entity: int) -> str:
     return " ".join([*words, str(ctx.types[entity])])
 
 
+def entity_labels(ctx: EpisodeContext) -> tuple[list[str], list[str], list[str]]:
+    """Per entity: instance id, type and caption (memoised per episode)."""
+
+    def compute() -> tuple[list[str], list[str], list[str]]:
+        n = len(ctx.types)
+        ids = list(ctx.episode.entities.instance_id)
+        return ids, [str(t) for t in ctx.types.tolist()], [caption(ctx, e) for e in range(n)]
+
+    return ctx.memo(("entity_labels",), compute)
+
+
 def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
     anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
     if anchor is not None:
         predicate = filter_text(program.filters[g.filter_index], anchor)
     else:
         predicate = " AND ".join(filter_text(f) for f in program.filters)
+    ids, types, captions = entity_labels(ctx)
+    positions = ctx.position[g.last_t, g.entities].tolist()  # one gather; Python floats, rounded below
     items = tuple(
-        ResultItem(
-            entity=ctx.episode.entities.instance_id[e],
-            type=str(ctx.types[e]),
-            position=tuple(round(float(v), 2) for v in ctx.position[t, e]),
-            caption=caption(ctx, e),
-        )
-        for e, t in zip(g.entities.tolist(), g.last_t.tolist())
+        ResultItem(entity=ids[e], type=types[e], position=(round(x, 2), round(y, 2), round(z, 2)), caption=captions[e])
+        for e, (x, y, z) in zip(g.entities.tolist(), positions)
     )
     return AnswerGroup(predicate=predicate, anchor=anchor, result=items, value=g.value)
 

@@ -62,8 +62,15 @@ def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return _broadcast(ctx.attribute(spec.key) == spec.value, ctx)
 
 
-register_filter("property", ("color", "material"), property_values, slot="pre")(attribute_is)
-register_filter("property", ("utility",), property_values, slot="post")(attribute_is)
+def attribute_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: ``attribute_is`` at the cells, without the ``[T, N]`` mask."""
+    return (ctx.attribute(spec.key) == spec.value)[es], False
+
+
+register_filter("property", ("color", "material"), property_values, slot="pre", at_cells=attribute_at_cells)(
+    attribute_is
+)
+register_filter("property", ("utility",), property_values, slot="post", at_cells=attribute_at_cells)(attribute_is)
 
 
 # -- state -------------------------------------------------------------------------------------------
@@ -80,7 +87,15 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("state", key, vals)
 
 
-@register_filter("state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre")
+def state_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: ``state_is`` at the cells."""
+    flag = ctx.flag(spec.key)[ts, es]
+    return (flag if spec.value == "true" else ~flag) & state_capable(ctx, spec.key)[es], False
+
+
+@register_filter(
+    "state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre", at_cells=state_at_cells
+)
 def state_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     """Entities in (value "true") or out of (value "false") state ``key`` at each step."""
     flag = ctx.flag(spec.key)
@@ -124,9 +139,10 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
 
 
 def observed_anchor_rows(ctx: EpisodeContext, type_name: str) -> np.ndarray:
-    """Rows of the type's instances among all observed entities (the row order of the relation stacks)."""
-    every = np.flatnonzero(ctx.observed)
-    return np.searchsorted(every, ctx.instances(type_name))
+    """Rows of the type's instances among all observed entities (the row order of the relation tables)."""
+    return ctx.memo(
+        ("anchor_rows", type_name), lambda: np.searchsorted(np.flatnonzero(ctx.observed), ctx.instances(type_name))
+    )
 
 
 def _vertical(ctx: EpisodeContext, d: np.ndarray, parent: np.ndarray, itself: np.ndarray) -> dict[str, np.ndarray]:
@@ -175,8 +191,27 @@ def anchored_at_cells(ctx, table: dict[str, np.ndarray], spec: FilterSpec, ts, e
     if ts is not ctx.cells[0] or es is not ctx.cells[1]:
         sel = ctx.selection(spec)
         return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
-    rows = observed_anchor_rows(ctx, spec.value)
-    return table[spec.key][rows].any(axis=0), rows.size >= 2
+    unions, counts = unions_by_type(ctx, table, spec.key)
+    return unions[spec.value], counts[spec.value] >= 2
+
+
+def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) -> tuple[dict, dict]:
+    """Per anchor type: the union of ``table[key]``'s rows over the type's observed instances (``[K]``),
+    and how many instances it has; one ``reduceat`` per key instead of one gather per filter value."""
+
+    def compute() -> tuple[dict, dict]:
+        types = ctx.types[np.flatnonzero(ctx.observed)]
+        order = np.argsort(types.astype(str), kind="stable")
+        ordered = types[order].tolist()
+        starts = [i for i in range(len(ordered)) if i == 0 or ordered[i] != ordered[i - 1]]
+        if not starts:
+            return {}, {}
+        unions = np.logical_or.reduceat(table[key][order], starts, axis=0)
+        ends = [*starts[1:], len(ordered)]
+        names = [ordered[i] for i in starts]
+        return dict(zip(names, unions)), {t: b - a for t, a, b in zip(names, starts, ends)}
+
+    return ctx.memo(("unions_by_type", id(table), key), compute)
 
 
 def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -320,10 +355,14 @@ def relative_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
 
 def _agent_mask(ctx: EpisodeContext, key: str) -> np.ndarray:
     """``[T, N]``: e is to your left/right or in front of you (ahead, within ``agent_side``), as seen."""
-    x, z = ctx.ego[..., 0], ctx.ego[..., 2]
-    side = param(ctx, "agent_side")
-    rel = {"left": x < -side, "right": x > side, "front": (np.abs(x) <= side) & (z > 0)}[key]
-    return rel & ctx.data
+
+    def compute() -> np.ndarray:
+        x, z = ctx.ego[..., 0], ctx.ego[..., 2]
+        side = param(ctx, "agent_side")
+        rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
+        return rel[key]() & ctx.data
+
+    return ctx.memo(("agent_mask", key), compute)
 
 
 def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
@@ -364,36 +403,52 @@ def moment_window(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     """Bool ``[T]``: the steps the moment filter keeps. Step t holds the state after action t, so the
     step of an event already counts as after it."""
     t = np.arange(ctx.T)
-    t1 = ctx.events[spec.args["event"]].t
-    w = param(ctx, "moment_window")
-    if spec.key == "between":
-        t2 = ctx.events[spec.args["event2"]].t
-        return (t >= t1) & (t < t2)
-    return {
-        "before": t < t1,
-        "after": t >= t1,
-        "right_before": (t >= t1 - w) & (t < t1),
-        "right_after": (t >= t1) & (t < t1 + w),
-    }[spec.key]
+    a, b = moment_bounds(ctx, spec)
+    return (t >= a) & (t < b)
 
 
-@register_filter("moment", MOMENT_KEYS, lambda ctx, key: list(moment_specs(ctx, key)), slot="when")
+def moment_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: the moment's window at the cells' steps."""
+    return moment_window(ctx, spec)[ts], False
+
+
+@register_filter(
+    "moment", MOMENT_KEYS, lambda ctx, key: list(moment_specs(ctx, key)), slot="when", at_cells=moment_at_cells
+)
 def moment_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return _broadcast(moment_window(ctx, spec)[:, None], ctx)
 
 
+def moment_bounds(ctx: EpisodeContext, spec: FilterSpec) -> tuple[int, int]:
+    """``moment_window`` as the half-open step range ``[a, b)`` it keeps."""
+    t1 = ctx.events[spec.args["event"]].t
+    w = param(ctx, "moment_window")
+    if spec.key == "between":
+        return t1, ctx.events[spec.args["event2"]].t
+    return {"before": (0, t1), "after": (t1, ctx.T), "right_before": (t1 - w, t1), "right_after": (t1, t1 + w)}[
+        spec.key
+    ]
+
+
 def moment_specs(ctx: EpisodeContext, key: str) -> Iterator[FilterSpec]:
-    """Every event-named moment whose window holds at least one observation."""
-    seen_at = ctx.data.any(axis=1)
+    """Every event-named moment whose window holds at least one observation (counted with prefix sums of
+    the steps with an observation, rather than one window mask per event)."""
+    seen_before = np.concatenate([[0], np.cumsum(ctx.data.any(axis=1))]).tolist()  # observed steps before t
+
+    def seen_in(spec: FilterSpec) -> bool:
+        a, b = moment_bounds(ctx, spec)
+        a, b = min(max(a, 0), ctx.T), min(max(b, 0), ctx.T)
+        return b > a and seen_before[b] > seen_before[a]
+
     events = ctx.events
     for ev in events:
         if key != "between":
             spec = FilterSpec("moment", key, ev.name, {"event": ev.index})
-            if (moment_window(ctx, spec) & seen_at).any():
+            if seen_in(spec):
                 yield spec
             continue
         for other in events[ev.index + 1 : ev.index + 1 + param(ctx, "between_span")]:
             if other.t > ev.t:
                 spec = FilterSpec("moment", key, f"{ev.name}, {other.name}", {"event": ev.index, "event2": other.index})
-                if (moment_window(ctx, spec) & seen_at).any():
+                if seen_in(spec):
                     yield spec

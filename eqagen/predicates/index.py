@@ -23,7 +23,7 @@ from eqagen.predicates.bitsets import (
     rows_to_ints,
     value_planes,
 )
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text
 
@@ -93,13 +93,25 @@ class EpisodeIndex:
     def n_cells(self) -> int:
         return int(self.cell_t.shape[0])
 
-    @property
-    def lists(self) -> SpecLists:
-        hit = self._memo.get(("lists",))
+    def __post_init__(self) -> None:
+        self.lists = SpecLists(
+            self.ambiguous.tolist(), self.priority.tolist(), self.family_of.tolist(), self.key_id.tolist()
+        )
+
+    def spec_ids(self) -> dict[tuple, int]:
+        """``spec_key`` -> position in ``specs`` (memoised)."""
+        hit = self._memo.get(("spec_ids",))
         if hit is None:
-            hit = self._memo[("lists",)] = SpecLists(
-                self.ambiguous.tolist(), self.priority.tolist(), self.family_of.tolist(), self.key_id.tolist()
-            )
+            hit = self._memo[("spec_ids",)] = {spec_key(s): i for i, s in enumerate(self.specs)}
+        return hit
+
+    def held_cells(self) -> int:
+        """The cells (as a ``bitsets`` int) where the entity is held by a receptacle (memoised)."""
+        hit = self._memo.get(("held_cells",))
+        if hit is None:
+            layout, _ = self.cell_bits()
+            held = np.flatnonzero(self.ctx.parent[self.cell_t, self.cell_e] >= 0)
+            hit = self._memo[("held_cells",)] = cells_to_int(held, layout)
         return hit
 
     def holding_at(self, cell: int, q: QuerySpec) -> list[int]:
@@ -208,6 +220,10 @@ def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndar
     return sel[ts, es], False
 
 
+def stack_rows(rows: list[np.ndarray], k: int) -> np.ndarray:
+    return np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, k), dtype=bool)
+
+
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     cell_t, cell_e = ctx.cells
     starts = np.flatnonzero(np.r_[True, cell_e[1:] != cell_e[:-1]]) if cell_e.size else cell_e
@@ -226,7 +242,9 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         family_of=np.array([families.index(s.family) for s in specs], dtype=np.int64),
         key_id=np.array([keys.index((s.family, s.key)) for s in specs], dtype=np.int64),
         keys=keys,
-        holds=np.array([rows[i][0] for i in keep], dtype=bool).reshape(len(keep), cell_t.size),
+        holds=np.stack([rows[i][0] for i in keep]).astype(bool, copy=False)
+        if keep
+        else np.zeros((0, cell_t.size), bool),
         ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
         priority=np.array([spec_priority(s, shares) for s in specs], dtype=np.float64),
         cell_t=cell_t,

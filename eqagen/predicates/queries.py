@@ -31,7 +31,7 @@ def state_word(flag: str, value: bool) -> str:
 
 
 def seen_entities(mask: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(mask.any(axis=0))
+    return np.logical_or.reduce(mask, axis=0).nonzero()[0]
 
 
 def exists_outcome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
@@ -49,8 +49,7 @@ def exists_outcome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> O
 
 def last_step(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
     """For each entity, the last step its mask holds (the last time the agent saw it so)."""
-    cols = mask[:, entities]
-    return mask.shape[0] - 1 - np.argmax(cols[::-1], axis=0)
+    return mask.shape[0] - 1 - mask[::-1, entities].argmax(axis=0)
 
 
 def join_values(values) -> str:
@@ -138,8 +137,9 @@ def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcom
     ents = seen_entities(mask)
     if ents.size == 0:
         return None
-    flags = ctx.flag(query.arg)[last_step(mask, ents), ents]
-    return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]))
+    last = last_step(mask, ents)
+    flags = ctx.flag(query.arg)[last, ents]
+    return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]), last)
 
 
 # -- getProperty ------------------------------------------------------------------------------------------
@@ -197,8 +197,9 @@ def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     ents = seen_entities(mask)
     if ents.size == 0:
         return None
-    parents = ctx.parent[last_step(mask, ents), ents]
+    last = last_step(mask, ents)
+    parents = ctx.parent[last, ents]
     held = parents >= 0
     if not held.any():
         return None
-    return Outcome(ents[held], join_values(ctx.types[parents[held]].tolist()))
+    return Outcome(ents[held], join_values(ctx.types[parents[held]].tolist()), last[held])

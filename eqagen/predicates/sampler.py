@@ -30,6 +30,7 @@ from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, shared_vocabulary
+from eqagen.predicates.queries import count, get_location, get_property, get_state, list_objects
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 from eqagen.predicates.vocabulary import priority, type_text
 
@@ -171,18 +172,17 @@ def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
     return QuerySpec(q.name, q.arg, {**q.args, "subject": subject}) if subject else q
 
 
-def candidates(index: EpisodeIndex, config: QuestionConfig, q: QuerySpec, used: list[int], seed: int) -> list[int]:
-    """Specs (ascending) holding at the seed that may join ``used`` (key unused, family under its cap, not
-    forbidden with the query, at most one ambiguous filter)."""
-    lists = index.lists
-    held = index.holding_at(seed, q)
+def candidates(index: EpisodeIndex, config: QuestionConfig, held: list[int], used: list[int]) -> list[int]:
+    """Of the specs ``held`` at the seed (ascending, not forbidden with the query), those that may join
+    ``used`` (key unused, family under its cap, at most one ambiguous filter)."""
     if not used:
         return held
-    keys = {lists.key_id[i] for i in used}
-    one_ambiguous = any(lists.ambiguous[i] for i in used)
-    families = Counter(lists.family_of[i] for i in used)
-    capped = {f for f, n in families.items() if n >= config.max_filters_per_family}
+    lists = index.lists
     amb, fam, key = lists.ambiguous, lists.family_of, lists.key_id
+    keys = {key[i] for i in used}
+    one_ambiguous = any(amb[i] for i in used)
+    families = [fam[i] for i in used]
+    capped = {f for f in families if families.count(f) >= config.max_filters_per_family}
     return [j for j in held if key[j] not in keys and not (one_ambiguous and amb[j]) and fam[j] not in capped]
 
 
@@ -206,31 +206,35 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
                 wide &= rows[i]
         others.append(wide)
     ok, n_kept, n_entities = [], [], []
+    before = pv.summary(current)
+    differs = pv.differs
     for j in idx:
         row = rows[j]
         kept = current & row
-        if not pv.differs(current, kept) or any(not pv.differs(wide & row, kept) for wide in others):
+        if kept == current:
+            continue
+        after = pv.summary(kept)
+        if not differs(before, after) or any(not differs(pv.summary(wide & row), after) for wide in others):
             continue
         ok.append(j)
         n_kept.append(kept.bit_count())
-        n_entities.append(pv.size(kept))
+        n_entities.append(pv.size(after))
     return ok, n_kept, n_entities
 
 
 def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]):
     """``effective_candidates`` with no filter yet: each spec against the whole view, memoised."""
-    ok, n_kept, n_entities = [], [], []
     first = view.first
-    for j in idx:
-        hit = first.get(j)
-        if hit is None:
-            kept = view.cells & rows[j]
-            hit = first[j] = (pv.differs(view.cells, kept), kept.bit_count(), pv.size(kept))
-        if hit[0]:
-            ok.append(j)
-            n_kept.append(hit[1])
-            n_entities.append(hit[2])
-    return ok, n_kept, n_entities
+    missing = [j for j in idx if j not in first]
+    if missing:
+        cells = view.cells
+        whole = pv.summary(cells)
+        for j in missing:
+            kept = cells & rows[j]
+            after = pv.summary(kept)
+            first[j] = (pv.differs(whole, after), kept.bit_count(), pv.size(after))
+    hits = [(j, first[j]) for j in idx]
+    return [j for j, h in hits if h[0]], [h[1] for _, h in hits if h[0]], [h[2] for _, h in hits if h[0]]
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
@@ -245,7 +249,7 @@ def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> in
     it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
     answers within the size limits. (Plain lists: a dozen candidates, where numpy's per-call cost
     dominates.)"""
-    idx = candidates(index, config, q, used, seed)
+    idx = candidates(index, config, index.holding_at(seed, q), used)
     if not idx:
         return -1
     idx, n_kept, n_entities = effective_candidates(index, bits, used, idx)
@@ -291,7 +295,7 @@ def too_many_left(index: EpisodeIndex, bits: tuple[BitView, Previewer], used: li
     kept = view.cells
     for i in used:
         kept &= rows[i]
-    return pv.size(kept) > limit
+    return pv.size(pv.summary(kept)) > limit
 
 
 def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
@@ -328,9 +332,20 @@ def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> 
 
 
 # -- checks ----------------------------------------------------------------------------------------------
-def forbidden(program: Program, extra: list[ForbiddenPair]) -> bool:
+def forbidden(program: Program, extra: list[ForbiddenPair], memo: dict | None = None) -> bool:
+    """Whether a filter and the query form a forbidden pair (the rules read family, key, query name and
+    arg only: decided once per such combination when ``memo`` is given)."""
     q = program.query
-    return any(REGISTRY.is_forbidden(f, q) or any(r.matches(f, q) for r in extra) for f in program.filters)
+    for f in program.filters:
+        key = (f.family, f.key, q.name, q.arg)
+        hit = memo.get(key) if memo is not None else None
+        if hit is None:
+            hit = REGISTRY.is_forbidden(f, q) or any(r.matches(f, q) for r in extra)
+            if memo is not None:
+                memo[key] = hit
+        if hit:
+            return True
+    return False
 
 
 def answer_problem(program: Program, groups: list[RawGroup], config: QuestionConfig) -> str | None:
@@ -357,23 +372,71 @@ def evaluate_cached(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
     return ctx.memo(key, lambda: evaluate_raw(ctx, program))
 
 
-def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup]) -> int:
-    """Index of the first filter whose removal leaves the answer unchanged, or -1 when all are effective."""
+def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup], index=None) -> int:
+    """Index of the first filter whose removal leaves the answer unchanged, or -1 when all are effective.
+    With the episode's ``index``, a removal that changes which entities the answer names at all is known
+    to change the answer without evaluating it (``entities_differ``)."""
     key = answer_key(groups)
+    entity_sets = dropped_entity_sets(index, program) if index is not None else None
     for i in range(len(program.filters)):
+        if entity_sets is not None and entity_sets[i] != entity_sets[-1]:
+            continue  # the answer names other entities without filter i: it differs
         dropped = Program(program.filters[:i] + program.filters[i + 1 :], program.query)
         if answer_key(evaluate_cached(ctx, dropped)) == key:
             return i
     return -1
 
 
-def check(ctx, program, config, extra_forbidden, seen) -> list[RawGroup] | str:
+def dropped_entity_sets(index: EpisodeIndex, program: Program) -> list[int] | None:
+    """The entities the answer would name without each filter and, last, with all of them (``bitsets``
+    entity sets), where the query allows it (``answer_entities``); else None. Another set means another
+    structured answer: a sound shortcut past the exact evaluation, never a substitute for it (equal sets
+    are evaluated)."""
+    spec_ids = index.spec_ids()
+    used = [spec_ids.get(spec_key(f)) for f in program.filters]
+    if any(i is None for i in used):
+        return None
+    entities = answer_entities(index, program.query, any(index.lists.ambiguous[i] for i in used))
+    if entities is None:
+        return None
+    view, _ = index.bit_view(program.query)
+    rows = index.cell_bits()[1]
+    out = []
+    for pos in range(len(used) + 1):
+        sel = view.cells
+        for j, i in enumerate(used):
+            if j != pos:
+                sel &= rows[i]
+        out.append(entities(sel))
+    return out
+
+
+def answer_entities(index: EpisodeIndex, q: QuerySpec, ambiguous: bool):
+    """A function from a selection of the query's cells to the entities its answer names (as ``bitsets``
+    guard bits), for the built-in queries where that is exact, else None:
+
+    - listObjects, getProperty, getState, counting objects name every entity seen in a group, so the
+      union over groups is what the selection holds, whatever the anchors;
+    - getLocation, with no ambiguous filter (one group), names the entities held by something at their
+      last selected cell."""
+    fn = REGISTRY.query(q.name).fn
+    _, pv = index.bit_view(q)
+    if fn in (list_objects, get_property, get_state) or (fn is count and q.arg == "objects"):
+        return pv.present
+    if fn is get_location and not ambiguous:
+        held = index.held_cells()
+        return lambda sel: pv.present(pv.last(sel) & held)
+    return None
+
+
+def check(ctx, program, config, extra_forbidden, seen, index=None, signature=None) -> list[RawGroup] | str:
     """The program's answer groups if it is accepted, else the rejection reason."""
-    if program.signature() in seen:
+    if (signature or program.signature()) in seen:
         return "duplicate"
-    if forbidden(program, extra_forbidden):
+    if forbidden(program, extra_forbidden, ctx.memo(("forbidden_pairs", id(extra_forbidden)), dict)):
         return "forbidden_pair"
-    if max(Counter(f.family for f in program.filters).values()) > config.max_filters_per_family:
+    families = [f.family for f in program.filters]
+    if max(families.count(f) for f in families) > config.max_filters_per_family:
         return "family_cap"
     try:
         groups = evaluate_cached(ctx, program)
@@ -382,7 +445,7 @@ def check(ctx, program, config, extra_forbidden, seen) -> list[RawGroup] | str:
     problem = answer_problem(program, groups, config)
     if problem:
         return problem
-    if ineffective_filter(ctx, program, groups) >= 0:
+    if ineffective_filter(ctx, program, groups, index) >= 0:
         return "ineffective_filter"
     return groups
 
@@ -435,7 +498,8 @@ def sample_programs(
         if mix.records >= config.questions_per_episode or attempt - last_accepted > config.max_stalled_attempts:
             break
         program = propose(index, config, mix, rng)
-        verdict = program if isinstance(program, str) else check(ctx, program, config, extra, seen)
+        signature = "" if isinstance(program, str) else program.signature()
+        verdict = program if isinstance(program, str) else check(ctx, program, config, extra, seen, index, signature)
         if isinstance(verdict, str):
             rejections[verdict] += 1
             continue
@@ -444,7 +508,7 @@ def sample_programs(
         if problem:
             rejections[problem] += 1
             continue
-        seen.add(program.signature())
+        seen.add(signature)
         accepted.append(acc)
         last_accepted = attempt
         record_accepted(mix, acc)
