@@ -234,3 +234,14 @@ def test_cluster_on_a_non_loopback_address_uses_the_api_there_and_gives_local_by
     cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(inline), "--runner", "inline", *small]
     assert subprocess.run(cmd, capture_output=True, timeout=600, check=False).returncode == 0
     assert shard_digests(out) == shard_digests(inline) != {}
+
+
+def test_an_unreachable_scheduler_is_a_config_error_before_anything_runs(tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("distributed")
+    from eqagen.flows import runners
+
+    monkeypatch.setattr(runners, "CONNECT_TIMEOUT_S", 2)  # nothing listens on port 1: no need to wait 30 s
+    with pytest.raises(
+        ConfigError, match=r"runner\.address.*cannot connect to the Dask scheduler at tcp://127.0.0.1:1"
+    ):
+        runners.check_cluster_shares("tcp://127.0.0.1:1", tmp_path / "out")
