@@ -119,7 +119,20 @@ class EpisodeIndex:
         key = ("holding_at", cell, q.name, q.arg)
         hit = self._memo.get(key)
         if hit is None:
-            hit = self._memo[key] = np.flatnonzero(self.holds[:, cell] & ~self.forbidden_for(q)).tolist()
+            allowed = self._memo.get(("allowed", q.name, q.arg))
+            if allowed is None:
+                allowed = self._memo[("allowed", q.name, q.arg)] = (~self.forbidden_for(q)).tolist()
+            hit = self._memo[key] = [j for j in self.specs_at(cell) if allowed[j]]
+        return hit
+
+    def specs_at(self, cell: int) -> list[int]:
+        """Specs (ascending) that keep ``cell`` (memoised; read from the transposed ``holds``)."""
+        hit = self._memo.get(("specs_at", cell))
+        if hit is None:
+            by_cell = self._memo.get(("holds_by_cell",))
+            if by_cell is None:
+                by_cell = self._memo[("holds_by_cell",)] = np.ascontiguousarray(self.holds.T)
+            hit = self._memo[("specs_at", cell)] = np.flatnonzero(by_cell[cell]).tolist()
         return hit
 
     def forbidden_for(self, q: QuerySpec) -> np.ndarray:

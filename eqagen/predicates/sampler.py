@@ -45,7 +45,11 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
     """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
     the target does not name (a world family's own filter family) weighs as much as the average named
     one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
-    shares = _target_shares(tuple(options), tuple(target.items()))
+    key = (tuple(options), id(target))
+    hit = _SHARES.get(key)
+    if hit is None or hit[0] != target:  # a snapshot guards against a dict changed in place or an id reused
+        hit = _SHARES[key] = (dict(target), _target_shares(key[0], tuple(target.items())))
+    shares = hit[1]
     n = sum(counts.get(o, 0) for o in options) + 1.0
     deficit = [max(share * n - counts.get(o, 0), 0.0) + floor for o, (share, floor) in zip(options, shares)]
     r = rng.random() * sum(deficit)
@@ -54,6 +58,9 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
         if r < 0:
             return option
     return options[-1]
+
+
+_SHARES: dict[tuple, tuple[dict, tuple[tuple[float, float], ...]]] = {}
 
 
 @lru_cache(maxsize=4096)
@@ -207,18 +214,22 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
         others.append(wide)
     ok, n_kept, n_entities = [], [], []
     before = pv.summary(current)
-    differs = pv.differs
+    differs, summary = pv.differs, pv.summary
     for j in idx:
         row = rows[j]
         kept = current & row
         if kept == current:
             continue
-        after = pv.summary(kept)
-        if not differs(before, after) or any(not differs(pv.summary(wide & row), after) for wide in others):
+        after = summary(kept)
+        if not differs(before, after):
             continue
-        ok.append(j)
-        n_kept.append(kept.bit_count())
-        n_entities.append(pv.size(after))
+        for wide in others:  # each earlier filter must still change the answer with this one
+            if not differs(summary(wide & row), after):
+                break
+        else:
+            ok.append(j)
+            n_kept.append(kept.bit_count())
+            n_entities.append(pv.size(after))
     return ok, n_kept, n_entities
 
 
