@@ -195,7 +195,11 @@ def write_questions(
     writers = QuestionWriters(Path(out_dir), config.output.rows_per_shard, splits)
     start = time.perf_counter()
     rows = chunks(kept_rows(store, batch_names, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
-    for chunk in paraphrase.map(rows, workers=max(1, int(getattr(config.runner, "workers", 1)))):
+    from eqagen.flows.pool import active_pool  # here: the pool module imports the pipeline, which imports this
+
+    pool = active_pool()  # the processes runner's warm workers, idle once the batches are done
+    workers = max(1, int(getattr(config.runner, "workers", 1)))
+    for chunk in paraphrase.map(rows, workers, executor=pool.executor if pool else None):
         writers.add(stages.conform(chunk, QUESTIONS_SCHEMA))
     paraphrase_s = time.perf_counter() - start  # reading and writing the rows included: they overlap
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"

@@ -6,11 +6,12 @@ the kept questions through :class:`ChunkedParaphrase`, which gives every row the
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import multiprocessing
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import Any
 
 import pyarrow as pa
@@ -107,20 +108,22 @@ class ChunkedParaphrase:
         self.totals = merge_stats(self.totals, result.stats)
         return with_paraphrases(table, paraphrase_array(result.paraphrases))
 
-    def map(self, tables: Iterable[pa.Table], workers: int = 1) -> Iterator[pa.Table]:
+    def map(self, tables: Iterable[pa.Table], workers: int = 1, executor: Executor | None = None) -> Iterator[pa.Table]:
         """Each table paraphrased, in order. The offline paraphraser (CPU-bound, seeded per row) runs on
-        ``workers`` processes when there is more than one table, at most two tables per worker in flight;
-        an LLM run stays in this process (its requests are concurrent already, and its budget shared)."""
+        ``workers`` processes when there is more than one table, at most two tables per worker in flight:
+        those of ``executor`` (e.g. the run's warm workers) or new ones; an LLM run stays in this process
+        (its requests are concurrent already, and its budget shared)."""
         tables = iter(tables)
         head = list(itertools.islice(tables, 2))
         if workers <= 1 or len(head) < 2 or uses_llm(self.config):
             yield from (self(t) for t in itertools.chain(head, tables))
             return
-        # spawn, not fork: the caller may be a Prefect flow with its own threads running
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with contextlib.ExitStack() as stack:
+            if executor is None:  # spawn, not fork: the caller may be a Prefect flow with its own threads
+                executor = stack.enter_context(ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
             pending: deque[tuple[pa.Table, Future]] = deque()
             for table in itertools.chain(head, tables):
-                pending.append((table, pool.submit(offline_column, table, self.config, self.seed)))
+                pending.append((table, executor.submit(offline_column, table, self.config, self.seed)))
                 if len(pending) >= 2 * workers:
                     yield self._collect(*pending.popleft())
             while pending:

@@ -101,3 +101,13 @@ def test_offline_chunks_on_worker_processes_match_the_whole_table():
     assert [p.num_rows for p in parts] == [10, 15, 5, 20, 10]  # in order, none lost
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
     assert chunked.stats()["items"] == 60 and chunked.stats()["validated"] == stats["validated"]
+
+
+def test_offline_chunks_on_a_given_executor_match_the_whole_table():
+    from concurrent.futures import ThreadPoolExecutor
+
+    table = questions_table(generated_records(30, seed=8))
+    whole, _ = paraphrase_table(table, {"mode": "offline"}, 2)
+    with ThreadPoolExecutor(2) as executor:  # the run's warm worker pool in the pipeline
+        parts = list(ChunkedParaphrase({"mode": "offline"}, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
+    assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
