@@ -57,6 +57,26 @@ def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
     return priority(text, shares) + ordinals + (1.0 if "event2" in spec.args else 0.0)
 
 
+def key_forbidden(family: str, key: str, name: str, arg: str) -> bool:
+    """Whether the registry forbids filter key ``family:key`` with query ``name(arg)``, decided once per
+    combination across episodes (the rules read family, key, query name and arg only); the cache is
+    dropped when the registry's rules change."""
+    rules = tuple(REGISTRY.forbidden)
+    if _FORBIDDEN_RULES[0] != rules:
+        _FORBIDDEN_RULES[0] = rules
+        _FORBIDDEN_KEYS.clear()
+    hit = _FORBIDDEN_KEYS.get((family, key, name, arg))
+    if hit is None:
+        hit = _FORBIDDEN_KEYS[(family, key, name, arg)] = REGISTRY.is_forbidden(
+            FilterSpec(family, key, ""), QuerySpec(name, arg)
+        )
+    return hit
+
+
+_FORBIDDEN_RULES: list[tuple] = [()]
+_FORBIDDEN_KEYS: dict[tuple[str, str, str, str], bool] = {}
+
+
 def counts_events(q: QuerySpec) -> bool:
     return q.name == "count" and q.arg == "events"
 
@@ -140,7 +160,7 @@ class EpisodeIndex:
         key = ("forbidden", q.name, q.arg)
         if key not in self._memo:
             # the rules look at a spec's family and key only: decide once per key
-            per_key = np.array([REGISTRY.is_forbidden(FilterSpec(f, k, ""), q) for f, k in self.keys], dtype=bool)
+            per_key = np.array([key_forbidden(f, k, q.name, q.arg) for f, k in self.keys], dtype=bool)
             self._memo[key] = per_key[self.key_id] if per_key.size else np.zeros(0, dtype=bool)
         return self._memo[key]
 

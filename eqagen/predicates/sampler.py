@@ -49,9 +49,13 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
     hit = _SHARES.get(key)
     if hit is None or hit[0] != target:  # a snapshot guards against a dict changed in place or an id reused
         hit = _SHARES[key] = (dict(target), _target_shares(key[0], tuple(target.items())))
-    shares = hit[1]
-    n = sum(counts.get(o, 0) for o in options) + 1.0
-    deficit = [max(share * n - counts.get(o, 0), 0.0) + floor for o, (share, floor) in zip(options, shares)]
+    get = counts.get
+    used = [get(o, 0) for o in options]
+    n = sum(used) + 1.0
+    deficit = []
+    for c, (share, floor) in zip(used, hit[1]):
+        d = share * n - c
+        deficit.append((d if d > 0.0 else 0.0) + floor)
     r = rng.random() * sum(deficit)
     for option, d in zip(options, deficit):
         r -= d
@@ -212,6 +216,8 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
             if j != pos:
                 wide &= rows[i]
         others.append(wide)
+    if pv.planes is None or pv.events:
+        return _effective_by_sets(pv, rows, current, others, idx)
     ok, n_kept, n_entities = [], [], []
     before = pv.summary(current)
     differs, summary = pv.differs, pv.summary
@@ -233,6 +239,44 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
     return ok, n_kept, n_entities
 
 
+def _effective_by_sets(pv: Previewer, rows: list[int], current: int, others: list[int], idx: list[int]):
+    """``effective_candidates`` where the preview is a set (no value planes), inlined: with narrow a subset
+    of wide, ``differs`` is then "other cells" (counting events) or "other entities" (the rest), and
+    ``size`` the number of those."""
+    ok, n_kept, n_entities = [], [], []
+    if pv.events:
+        for j in idx:
+            row = rows[j]
+            kept = current & row
+            if kept == current:
+                continue
+            for wide in others:
+                if wide & row == kept:
+                    break
+            else:
+                ok.append(j)
+                n = kept.bit_count()
+                n_kept.append(n)
+                n_entities.append(n)
+        return ok, n_kept, n_entities
+    fill, guards = pv.fill, pv.guards
+    before = (current + fill) & guards
+    for j in idx:
+        row = rows[j]
+        kept = current & row
+        after = (kept + fill) & guards
+        if after == before:
+            continue
+        for wide in others:
+            if ((wide & row) + fill) & guards == after:
+                break
+        else:
+            ok.append(j)
+            n_kept.append(kept.bit_count())
+            n_entities.append(after.bit_count())
+    return ok, n_kept, n_entities
+
+
 def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]):
     """``effective_candidates`` with no filter yet: each spec against the whole view, memoised."""
     first = view.first
@@ -244,8 +288,14 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
             kept = cells & rows[j]
             after = pv.summary(kept)
             first[j] = (pv.differs(whole, after), kept.bit_count(), pv.size(after))
-    hits = [(j, first[j]) for j in idx]
-    return [j for j, h in hits if h[0]], [h[1] for _, h in hits if h[0]], [h[2] for _, h in hits if h[0]]
+    ok, n_kept, n_entities = [], [], []
+    for j in idx:
+        hit = first[j]
+        if hit[0]:
+            ok.append(j)
+            n_kept.append(hit[1])
+            n_entities.append(hit[2])
+    return ok, n_kept, n_entities
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
