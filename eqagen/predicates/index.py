@@ -51,10 +51,26 @@ def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
     per ordinal and for naming two events ("the second time you opened the drawer" and pairs of events
     recur in fewer scenes)."""
     text = spec_text(spec)
+    key = (text, spec.value, "event2" in spec.args)
+    slot = id(shares) if shares else None
+    memo = _PRIORITIES.get(slot)
+    if memo is None:
+        memo = _PRIORITIES[slot] = (shares, {})
+    hit = memo[1].get(key)
+    if hit is None:
+        hit = memo[1][key] = _spec_priority(text, spec.value, key[2], shares)
+    return hit
+
+
+# spec_priority per vocabulary table (held, so its id is not reused; an empty table: key None) and spec text
+_PRIORITIES: dict[int | None, tuple[dict[str, float], dict[tuple[str, str, bool], float]]] = {}
+
+
+def _spec_priority(text: str, value: str, two_events: bool, shares: dict[str, float]) -> float:
     if text in shares:
         return priority(text, shares)
-    ordinals = sum(int(k) for k in ORDINAL.findall(spec.value))
-    return priority(text, shares) + ordinals + (1.0 if "event2" in spec.args else 0.0)
+    ordinals = sum(int(k) for k in ORDINAL.findall(value))
+    return priority(text, shares) + ordinals + (1.0 if two_events else 0.0)
 
 
 def key_forbidden(family: str, key: str, name: str, arg: str) -> bool:
