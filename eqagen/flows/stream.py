@@ -129,7 +129,9 @@ def kept_rows(store: BatchStore, batch_names: list[str], kept: pa.Table, config_
         lo, hi = int(bounds[index]), int(bounds[index + 1])
         if lo == hi:
             continue
-        keys = kept.slice(lo, hi - lo)
+        # take, not slice: a slice keeps the whole column's buffers, and pickling it (to a worker process)
+        # would ship every kept row's choices with each chunk
+        keys = kept.select([ROW, "choices", "split"]).take(pa.array(np.arange(lo, hi)))
         full = pq.read_table(store.path(name) / "questions.parquet", schema=QUESTIONS_SCHEMA)
         rows = full.take(keys[ROW])
         for column in ("choices", "split"):

@@ -76,3 +76,21 @@ def test_episode_statistics_streamed_by_shard_equal_the_whole_table(tmp_path, sm
     shards = list(iter_shards(tmp_path, "episodes"))
     assert len(shards) > 3
     assert episode_stats(iter(shards)) == episode_stats(pa.concat_tables(shards))
+
+
+def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
+    """A chunk goes to a worker process by pickle: it must not drag the whole kept table's buffers along."""
+    import pickle
+
+    config = small_config("generation.n_episodes=60")
+    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    ctx = pipeline.make_context(config, tmp_path)
+    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
+    keys = stream.read_keys(ctx.store, names, stream.key_columns(config))
+    kept, _ = stream.select(keys, config, {}, {})
+    for rows in stream.kept_rows(ctx.store, names, kept, ctx.config_hash):
+        assert rows.num_rows < kept.num_rows  # else the check below could not tell
+        for name in ("choices", "split"):
+            column = pa.table({name: rows[name]})
+            compact = column.take(pa.array(range(column.num_rows)))  # its own buffers, nothing more
+            assert len(pickle.dumps(column)) <= len(pickle.dumps(compact)) + 64, name
