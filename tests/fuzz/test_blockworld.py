@@ -137,6 +137,19 @@ def test_wrong_tags_in_level_and_schem(originals: dict[str, Path], scratch: Path
     read_or_clean_error(target, load_world, save if which == "level" else target)
 
 
+@pytest.mark.parametrize("value", [nbtlib.String(""), nbtlib.IntArray([1, 2]), nbtlib.List[nbtlib.Int]([])])
+def test_a_level_origin_without_three_coordinates_names_the_field(originals, scratch, value) -> None:
+    """Found by the property test above: ``origin`` as an empty string iterated to no coordinate at all."""
+    save = copy_save(originals, scratch / "bw-origin" / "save")
+    root = nbtlib.load(save / "level.dat")
+    root["Data"]["eqagen"]["origin"] = value
+    buf = io.BytesIO()
+    root.write(buf)
+    (save / "level.dat").write_bytes(gzip.compress(buf.getvalue(), mtime=0))
+    with pytest.raises(DataFileError, match=r"Data\.eqagen\.origin"):
+        load_world(save)
+
+
 # --- text -------------------------------------------------------------------------------------------------------
 
 

@@ -392,6 +392,9 @@ def chunks_to_world(
     if ours is not None:
         with malformed_file(level_file, "Data.eqagen", "rewrite the save with eqagen"):
             origin, shape = tuple(int(v) for v in ours["origin"]), tuple(int(v) for v in ours["shape"])
+        if len(origin) != 3:  # e.g. a string tag where an IntArray belongs iterates to nothing
+            raise DataFileError(level_file, "Data.eqagen.origin", f"{len(origin)} coordinates, not 3",
+                                "the save is corrupt: rewrite it with eqagen")  # fmt: skip
     elif sections:
         origin, shape = _extent_of(sections)
     else:
