@@ -21,6 +21,7 @@ import pytest
 
 from eqagen.cli import SUBCOMMAND_MODULES, build_parser, main
 from eqagen.outputs.manifest import read_manifest
+from tests.processes import prefect_servers
 
 EQAGEN = [sys.executable, "-m", "eqagen.cli"]
 # A demo with more, smaller batches so that a run can be interrupted between them.
@@ -41,20 +42,8 @@ def shard_digests(out: Path) -> dict[str, str]:
 
 
 def server_pids(home_under: Path) -> list[int]:
-    """Live Prefect server processes whose PREFECT_HOME lies under ``home_under`` (read from /proc)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-            environ = (proc / "environ").read_bytes()
-            state = next(line for line in (proc / "status").read_text().splitlines() if line.startswith("State:"))
-        except (OSError, StopIteration):
-            continue
-        if b"prefect.server.api.server" in cmdline and str(home_under).encode() in environ and "Z" not in state:
-            pids.append(int(proc.name))
-    return pids
+    """Live Prefect server processes whose PREFECT_HOME lies under ``home_under``."""
+    return prefect_servers(str(home_under))
 
 
 @pytest.fixture(scope="module")

@@ -18,27 +18,11 @@ from eqagen.config import load_config
 from eqagen.core import ConfigError
 from eqagen.flows.runners import api_host, scheduler_host
 from eqagen.flows.server import free_port
+from tests.processes import prefect_servers
 from tests.test_cli import shard_digests
 
 pytest.importorskip("prefect_dask")
 BIN = Path(sys.executable).parent
-
-
-def prefect_servers_with(marker: str) -> list[int]:
-    """Live Prefect servers whose environment carries ``marker`` (i.e. started by a worker of ours)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if (
-                b"prefect.server.api" in (proc / "cmdline").read_bytes()
-                and marker.encode() in (proc / "environ").read_bytes()
-            ):
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
 
 
 def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -76,7 +60,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
         yield address, marker
     finally:
         stop(procs)
-    assert prefect_servers_with(marker) == [], "a worker left a Prefect server behind"
+    assert prefect_servers(marker) == [], "a worker left a Prefect server behind"
 
 
 def wait_for_workers(address: str, n: int, timeout: float) -> None:
@@ -110,7 +94,7 @@ def test_demo_on_a_real_cluster_gives_the_bytes_of_a_local_run(cluster, tmp_path
     assert digests == shard_digests(tmp_path / "local"), "Dask and local shards differ"
     ran = workers_that_ran_batches(address)
     assert len(ran) == 2 and all(ran.values()), f"both workers run batches: {ran}"
-    assert prefect_servers_with(marker) == [], "a worker started a Prefect server of its own"
+    assert prefect_servers(marker) == [], "a worker started a Prefect server of its own"
 
 
 def test_scheduler_addresses_are_checked() -> None:

@@ -204,7 +204,8 @@ def test_cluster_on_a_non_loopback_address_uses_the_api_there_and_gives_local_by
     machines would: the run's API is served on that address, every worker is pointed at it, none starts a
     server of its own, and the shards equal an inline run's."""
     pytest.importorskip("prefect_dask")
-    from tests.flows.test_dask import prefect_servers_with, start, stop, wait_for_workers
+    from tests.flows.test_dask import start, stop, wait_for_workers
+    from tests.processes import prefect_servers
     from tests.test_cli import shard_digests
 
     port, marker = free_port(OWN), f"eqagen-multihost-test-{uuid.uuid4().hex[:8]}"
@@ -226,7 +227,7 @@ def test_cluster_on_a_non_loopback_address_uses_the_api_there_and_gives_local_by
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
         urls = worker_api_urls(address)
-        assert prefect_servers_with(marker) == [], "a worker started a Prefect server of its own"
+        assert prefect_servers(marker) == [], "a worker started a Prefect server of its own"
     finally:
         stop(procs)
     assert len(urls) == 2 and all(u and u.startswith(f"http://{OWN}:") for u in urls.values()), urls

@@ -19,6 +19,7 @@ import pytest
 
 from eqagen.flows import pipeline, stages
 from eqagen.flows.pool import BatchPool, active_pool, batch_pool
+from tests.processes import alive
 
 
 def wait_until(predicate, timeout: float = 120.0) -> None:
@@ -90,14 +91,6 @@ POOL_OWNER = textwrap.dedent(
     time.sleep(120)
     """
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("State:"))
-    except (OSError, StopIteration):
-        return False
-    return "Z" not in state
 
 
 def test_workers_die_with_a_killed_run_and_leave_ctrl_c_to_it() -> None:

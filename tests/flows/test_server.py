@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eqagen.flows import server
+from tests.processes import alive
 
 PARENT = textwrap.dedent(
     """
@@ -26,14 +27,6 @@ PARENT = textwrap.dedent(
     time.sleep(120)
     """
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("State:"))
-    except (OSError, StopIteration):
-        return False
-    return "Z" not in state
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
