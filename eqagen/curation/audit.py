@@ -59,11 +59,15 @@ def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) 
     return pa.concat_tables(list(iter_shards(out_dir, table, columns)), promote_options="default")
 
 
+def _counts(counts: dict) -> dict[str, int]:
+    """Counts with keys as text, sorted by descending count then key (stable across runs)."""
+    return dict(sorted(((str(k), int(v)) for k, v in counts.items()), key=lambda p: (-p[1], p[0])))
+
+
 def value_counts(array: pa.ChunkedArray | pa.Array) -> dict[str, int]:
     """Counts per value, keys as text, sorted by descending count then key (stable across runs)."""
     vc = pc.value_counts(array)
-    pairs = [(str(v), int(c)) for v, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist())]
-    return dict(sorted(pairs, key=lambda p: (-p[1], p[0])))
+    return _counts(dict(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist())))
 
 
 def word_counts(texts: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -249,10 +253,6 @@ class EpisodeParts:
         self.family.update(e["family"].to_pylist())
         self.backend.update(e["backend"].to_pylist())
         self.scenes.update(e["scene_id"].to_pylist())
-
-
-def _counts(counter: Counter) -> dict[str, int]:
-    return dict(sorted(((str(k), int(v)) for k, v in counter.items()), key=lambda p: (-p[1], p[0])))
 
 
 def episode_stats(episodes: pa.Table | Iterable[pa.Table]) -> dict[str, Any]:

@@ -61,13 +61,13 @@ class KeyDictionaries:
 
     def add(self, name: str, column: pa.ChunkedArray) -> None:
         array = column.combine_chunks()
-        if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        if is_list(array.type):
             array = joined_list_column(array)
         local = pc.dictionary_encode(array)
         known = self.values.setdefault(name, {})
         to_global = np.fromiter((known.setdefault(v, len(known)) for v in local.dictionary.to_pylist()), np.int32)
         indices = local.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        self.indices.setdefault(name, []).append(to_global[indices] if len(to_global) else indices.astype(np.int32))
+        self.indices.setdefault(name, []).append(to_global[indices])
 
     def column(self, name: str) -> pa.DictionaryArray:
         indices = np.concatenate(self.indices.get(name) or [np.zeros(0, np.int32)])
@@ -75,9 +75,12 @@ class KeyDictionaries:
         return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), dictionary)
 
 
+def is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
 def is_text(field: pa.Field) -> bool:
-    t = field.type
-    return pa.types.is_string(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+    return pa.types.is_string(field.type) or is_list(field.type)
 
 
 def read_keys(store: BatchStore, batch_names: list[str], columns: list[str]) -> pa.Table:
