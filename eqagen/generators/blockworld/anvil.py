@@ -30,6 +30,7 @@ import numpy as np
 from nbtlib import tag
 
 from eqagen.core import DataFileError
+from eqagen.generators.blockworld.nbt import parse_nbt
 
 SECTOR = 4096
 DATA_VERSION = 3465  # Minecraft 1.20.1
@@ -89,7 +90,7 @@ def _decompress_chunk(path: Path, where: str, data: bytes, offset: int) -> nbtli
     except (zlib.error, OSError, EOFError) as err:
         raise DataFileError(path, f"{where} data", f"cannot decompress: {err}", "the chunk is corrupt") from None
     try:
-        return nbtlib.File.parse(io.BytesIO(raw))
+        return parse_nbt(raw)
     except Exception as err:  # nbtlib raises several types on malformed NBT
         raise DataFileError(path, f"{where} nbt", f"malformed NBT: {err}", "the chunk is corrupt") from None
 

@@ -20,6 +20,7 @@ from eqagen.core import DataFileError
 from eqagen.core.errors import malformed_file
 from eqagen.generators.blockworld import anvil
 from eqagen.generators.blockworld.blocklist import MAX_VOXELS
+from eqagen.generators.blockworld.nbt import load_nbt
 from eqagen.generators.blockworld.palette import Palette, format_state, parse_state
 from eqagen.generators.blockworld.world import BlockWorld, Chest, Mob, Structure
 
@@ -357,7 +358,7 @@ def _load_level(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        root = nbtlib.load(path)
+        root = load_nbt(path)
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "level.dat must be gzipped NBT") from None
     if not isinstance(root.get("Data"), dict):

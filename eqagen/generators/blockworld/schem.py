@@ -19,6 +19,7 @@ from nbtlib import tag
 from eqagen.core import DataFileError
 from eqagen.core.errors import malformed_file
 from eqagen.generators.blockworld.anvil import DATA_VERSION
+from eqagen.generators.blockworld.nbt import load_nbt
 from eqagen.generators.blockworld.palette import Palette, canonical_state, parse_state
 from eqagen.generators.blockworld.world import BlockWorld, Chest, Mob, Structure
 
@@ -147,7 +148,7 @@ def _blocks_from(path: Path, body, sx: int, sy: int, sz: int, palette: Palette) 
 def read_schem(path: str | Path) -> BlockWorld:
     path = Path(path)
     try:
-        root = nbtlib.load(path)
+        root = load_nbt(path)
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "a .schem file is gzipped NBT") from None
     with malformed_file(path, "Schematic", "a .schem file is a Sponge schematic (gzipped NBT)"):
