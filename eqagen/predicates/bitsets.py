@@ -14,7 +14,9 @@ guard bit that selections never set. Then, for a selection ``S``:
 - each entity's last selected cell: the lowest set bit of each field, ``X & ~(X - L)`` with
   ``X = S | G`` (``L``: the lowest bit of every field); an empty field yields its guard bit, dropped;
 - what a time-reading query reads there: the value codes' bit planes ``V_b`` (cells whose code has bit
-  ``b``), ANDed with the last cells and reduced per field like the entities.
+  ``b``), ANDed with the last cells and reduced per field like the entities;
+- for a query that reports an entity only where its last selected cell is one of some cells ``R``
+  (getLocation: held by a receptacle), the entities it names: those of ``last(S) & R``.
 
 The answers are exactly those of the array preview they replace (``tests/predicates/test_bitsets.py``).
 """
@@ -101,6 +103,7 @@ class BitView:
     cells: int  # the view's cells
     planes: list[int] | None  # value bit planes (time-reading queries), else None
     events: bool  # counting events: a preview is the number of cells
+    reported: int | None = None  # cells where an entity's last selected step is reported; None: all
     first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
 
 
@@ -109,7 +112,7 @@ class Previewer:
 
     def __init__(self, layout: CellLayout, view: BitView):
         self.fill, self.guards, self.low = layout.fill, layout.guards, layout.low
-        self.planes, self.events = view.planes, view.events
+        self.planes, self.events, self.reported = view.planes, view.events, view.reported
 
     def present(self, sel: int) -> int:
         """Guard bits of the entities that ``sel`` holds."""
@@ -121,13 +124,15 @@ class Previewer:
         return x & ~(x - self.low) & ~self.guards
 
     def summary(self, sel: int) -> tuple[int, int]:
-        """What ``differs`` and ``size`` read of a selection: the selection and its entities."""
-        return sel, (sel + self.fill) & self.guards
+        """What ``differs`` and ``size`` read of a selection: the selection and the entities it names."""
+        if self.reported is None:
+            return sel, (sel + self.fill) & self.guards
+        return sel, self.present(self.last(sel) & self.reported)
 
     def differs(self, wide: tuple[int, int], narrow: tuple[int, int]) -> bool:
         """Whether the answer preview differs between ``wide`` and its subset ``narrow`` (``summary`` of
-        each): another number of cells (counting events), another set of entities, or (time-reading
-        queries) another value at some entity's last selected cell."""
+        each): another number of cells (counting events), another set of entities named, or (time-reading
+        queries) another value at some named entity's last selected cell."""
         if wide[0] == narrow[0]:
             return False
         if self.events:
@@ -135,6 +140,8 @@ class Previewer:
         if wide[1] != narrow[1] or self.planes is None:
             return wide[1] != narrow[1]
         lw, ln = self.last(wide[0]), self.last(narrow[0])
+        if self.reported is not None:
+            lw, ln = lw & self.reported, ln & self.reported
         if lw == ln:
             return False
         fill, guards = self.fill, self.guards

@@ -141,15 +141,6 @@ class EpisodeIndex:
             hit = self._memo[("spec_ids",)] = {spec_key(s): i for i, s in enumerate(self.specs)}
         return hit
 
-    def held_cells(self) -> int:
-        """The cells (as a ``bitsets`` int) where the entity is held by a receptacle (memoised)."""
-        hit = self._memo.get(("held_cells",))
-        if hit is None:
-            layout, _ = self.cell_bits()
-            held = np.flatnonzero(self.ctx.parent[self.cell_t, self.cell_e] >= 0)
-            hit = self._memo[("held_cells",)] = cells_to_int(held, layout)
-        return hit
-
     def holding_at(self, cell: int, q: QuerySpec) -> list[int]:
         """Specs (ascending) that keep ``cell`` and are not forbidden with the query (memoised)."""
         key = ("holding_at", cell, q.name, q.arg)
@@ -218,7 +209,12 @@ class EpisodeIndex:
                 if pkey not in self._memo:
                     self._memo[pkey] = value_planes(self.time_values(q), layout)
                 planes = self._memo[pkey]
-            bits = BitView(cells_to_int(np.flatnonzero(self.query_cells(q)), layout), planes, counts_events(q))
+            reported = None
+            reports = REGISTRY.query(q.name).reports
+            if reports is not None and not counts_events(q):
+                reported = cells_to_int(np.flatnonzero(reports(self.ctx, q)[self.cell_t, self.cell_e]), layout)
+            cells = cells_to_int(np.flatnonzero(self.query_cells(q)), layout)
+            bits = BitView(cells, planes, counts_events(q), reported)
             self._memo[key] = bits, Previewer(layout, bits)
         return self._memo[key]
 

@@ -190,6 +190,7 @@ def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
     max_targets=True,
     time_value=lambda ctx, q: receptacle_type_codes(ctx),
     seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
+    reports=lambda ctx, q: ctx.parent >= 0,
 )
 def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The receptacle type holding each entity the last time the agent saw it within the selection;

@@ -106,6 +106,9 @@ class QueryDef:
     time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None
     template: str | None = None  # jinja2 source of the question; None: templates/questions/<name>.j2
     seeds: SeedsFn | None = None  # bool [T, N]: observations a question can be built around (default DATA)
+    # bool [T, N]: where an entity's last selected step must be for the query to name it (getLocation: held
+    # by something); None: the query names every entity it sees
+    reports: SeedsFn | None = None
 
 
 @dataclass
@@ -231,6 +234,7 @@ def register_query(
     time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None,
     template: str | None = None,
     seeds: SeedsFn | None = None,
+    reports: SeedsFn | None = None,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
@@ -239,7 +243,10 @@ def register_query(
     (optional) gives the bool ``[T, N]`` observations the sampler may build a question around (default:
     DATA of the entities the query applies to). ``time_value(ctx, query)`` (for queries that report what
     held the last time an entity was seen) gives int ``[T, N]`` codes of that value, so the sampler can
-    tell whether a filter that only changes *when* things were seen changes the answer.
+    tell whether a filter that only changes *when* things were seen changes the answer. ``reports(ctx,
+    query)`` (optional) gives the bool ``[T, N]`` cells where an entity's last selected step must be for
+    the query to name it (getLocation: held by something), so the sampler's preview names the same
+    entities as the answer.
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -257,6 +264,7 @@ def register_query(
             time_value=time_value,
             template=template,
             seeds=seeds,
+            reports=reports,
         )
         return fn
 

@@ -216,7 +216,7 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
             if j != pos:
                 wide &= rows[i]
         others.append(wide)
-    if pv.planes is None or pv.events:
+    if pv.events or (pv.planes is None and pv.reported is None):
         return _effective_by_sets(pv, rows, current, others, idx)
     ok, n_kept, n_entities = [], [], []
     before = pv.summary(current)
@@ -485,8 +485,7 @@ def answer_entities(index: EpisodeIndex, q: QuerySpec, ambiguous: bool):
     if fn in (list_objects, get_property, get_state) or (fn is count and q.arg == "objects"):
         return pv.present
     if fn is get_location and not ambiguous:
-        held = index.held_cells()
-        return lambda sel: pv.present(pv.last(sel) & held)
+        return lambda sel: pv.summary(sel)[1]  # the entities held by something at their last selected cell
     return None
 
 

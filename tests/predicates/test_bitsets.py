@@ -9,17 +9,18 @@ from hypothesis import strategies as st
 from eqagen.predicates.bitsets import BitView, Previewer, cell_layout, cells_to_int, rows_to_ints, value_planes
 
 
-def plain_preview(cells: np.ndarray, ents: np.ndarray, codes: np.ndarray | None, events: bool):
-    """(count of cells) or (entities held, {entity: code at its last selected cell}), by loops."""
+def plain_preview(cells: np.ndarray, ents: np.ndarray, codes: np.ndarray | None, events: bool, reported=None):
+    """(count of cells) or (entities named, {entity: code at its last selected cell}), by loops; with
+    ``reported``, an entity is named only when its last selected cell is reported."""
     if events:
         return int(cells.sum())
-    held, last = set(), {}
+    last_cell = {}
     for k in range(cells.size):  # cells sorted by entity, then step: the later cell of an entity wins
         if cells[k]:
-            held.add(int(ents[k]))
-            if codes is not None:
-                last[int(ents[k])] = int(codes[k])
-    return held, last
+            last_cell[int(ents[k])] = k
+    named = {e for e, k in last_cell.items() if reported is None or reported[k]}
+    last = {e: int(codes[last_cell[e]]) for e in named} if codes is not None else {}
+    return named, last
 
 
 def plain_differs(wide, narrow) -> bool:
@@ -40,19 +41,22 @@ def episodes(draw):
     rows = rng.random((6, k)) < density
     view = rng.random(k) < draw(st.sampled_from([0.5, 1.0]))
     codes = rng.integers(-1, draw(st.integers(1, 20)), k) if draw(st.booleans()) else None
-    return ents, rows, view, codes, draw(st.booleans())
+    reported = rng.random(k) < 0.6 if draw(st.booleans()) else None
+    return ents, rows, view, codes, draw(st.booleans()), reported
 
 
 @settings(max_examples=150, deadline=None)
 @given(episodes())
 def test_previews_match_loops(case):
-    ents, rows, view_cells, codes, events = case
+    ents, rows, view_cells, codes, events, reported = case
     starts = np.flatnonzero(np.r_[True, ents[1:] != ents[:-1]])
     layout = cell_layout(ents, starts)
     ints = rows_to_ints(rows, layout)
     view_int = cells_to_int(np.flatnonzero(view_cells), layout)
     planes = None if codes is None or events else value_planes(codes, layout)
-    pv = Previewer(layout, BitView(view_int, planes, events))
+    reported = None if events else reported
+    reported_int = None if reported is None else cells_to_int(np.flatnonzero(reported), layout)
+    pv = Previewer(layout, BitView(view_int, planes, events, reported_int))
     used_codes = None if planes is None else codes
     for a in range(rows.shape[0]):
         wide = rows[a] & view_cells
@@ -60,8 +64,8 @@ def test_previews_match_loops(case):
         assert wide_int.bit_count() == int(wide.sum())
         for b in range(rows.shape[0]):
             narrow = wide & rows[b]
-            pw = plain_preview(wide, ents, used_codes, events)
-            pn = plain_preview(narrow, ents, used_codes, events)
+            pw = plain_preview(wide, ents, used_codes, events, reported)
+            pn = plain_preview(narrow, ents, used_codes, events, reported)
             narrow_int = pv.summary(wide_int & ints[b])
             assert pv.differs(pv.summary(wide_int), narrow_int) == plain_differs(pw, pn)
             size = pn if events else len(pn[0])
