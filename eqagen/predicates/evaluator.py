@@ -77,12 +77,12 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
         out = qdef.fn(ctx, program.query, gmask)
         if out is None:
             continue
-        last_t = out.steps if out.steps is not None else _last_steps(gmask, out.entities)
+        last_t = out.steps if out.steps is not None else last_steps(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
     return groups
 
 
-def _last_steps(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
+def last_steps(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
     return mask.shape[0] - 1 - mask[::-1, entities].argmax(axis=0)
 
 

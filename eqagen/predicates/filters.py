@@ -214,6 +214,23 @@ def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) 
     return ctx.memo(("unions_by_type", id(table), key), compute)
 
 
+def relation_anchors_at_cells(ctx: EpisodeContext, table: dict[str, np.ndarray], spec: FilterSpec):
+    """A relation filter's anchors and each anchor's mask at ``ctx.cells``, read from ``table``."""
+    return ctx.instances(spec.value), table[spec.key][observed_anchor_rows(ctx, spec.value)]
+
+
+def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The sampler's shortcut for ambiguous location filters (same rules as the masks)."""
+    if spec.key in ("above", "under"):
+        return relation_anchors_at_cells(ctx, vertical_at_cells(ctx), spec)
+    ts, es = ctx.cells
+    if spec.key in ("on", "inside"):
+        anchors = ctx.instances(spec.value)
+        return anchors, ctx.parent[ts, es][None, :] == anchors[:, None]
+    sel = ctx.selection(spec)
+    return sel.anchors, sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es]
+
+
 def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
     """The sampler's shortcut: location filters reduced to the cells (same rules as the masks)."""
     if spec.key in ("above", "under"):
@@ -280,6 +297,7 @@ register_filter(
         "under": "under the object",
     },
     at_cells=location_at_cells,
+    anchors_at_cells=location_anchors_at_cells,
 )(location_filter)
 
 
@@ -392,6 +410,7 @@ register_filter(
     slot="post",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
     at_cells=position_at_cells,
+    anchors_at_cells=lambda ctx, spec: relation_anchors_at_cells(ctx, relative_at_cells(ctx), spec),
 )(position_filter)
 
 

@@ -162,6 +162,28 @@ class EpisodeIndex:
             hit = self._memo[("specs_at", cell)] = np.flatnonzero(by_cell[cell]).tolist()
         return hit
 
+    def flat_cells(self) -> np.ndarray:
+        """Int ``[K]``: each cell's index in a flattened ``[T, N]`` mask (memoised)."""
+        hit = self._memo.get(("flat_cells",))
+        if hit is None:
+            hit = self._memo[("flat_cells",)] = self.cell_t * self.ctx.N + self.cell_e
+        return hit
+
+    def anchor_rows(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """An ambiguous spec's anchors and each anchor's cells (bool ``[G, K]``), in the filter's anchor
+        order (memoised; the registry's shortcut where there is one, else gathered from the masks)."""
+        key = ("anchor_rows", i)
+        if key not in self._memo:
+            spec, ctx = self.specs[i], self.ctx
+            shortcut = REGISTRY.filter(spec.family, spec.key).anchors_at_cells
+            if shortcut is not None:
+                self._memo[key] = shortcut(ctx, spec)
+            else:
+                sel = ctx.selection(spec)
+                flat = sel.masks.reshape(len(sel), ctx.T * ctx.N)
+                self._memo[key] = sel.anchors, flat[:, self.flat_cells()]
+        return self._memo[key]
+
     def forbidden_for(self, q: QuerySpec) -> np.ndarray:
         """Bool ``[C]``: specs that may not go with this query (memoised per query name and arg)."""
         key = ("forbidden", q.name, q.arg)

@@ -67,6 +67,7 @@ class Outcome:
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
 AtCellsFn = Callable[["EpisodeContext", FilterSpec, np.ndarray, np.ndarray], tuple[np.ndarray, bool]]
+AnchorsAtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, np.ndarray]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
 QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
@@ -87,6 +88,8 @@ class FilterDef:
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
     # optional shortcut for the sampler's index: (the selection's union at cells (ts, es), ambiguous?)
     at_cells: AtCellsFn | None = None
+    # optional shortcut for the sampler's evaluation: (anchors [G], each anchor's mask at ``ctx.cells`` [G, K])
+    anchors_at_cells: AnchorsAtCellsFn | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,7 @@ def register_filter(
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     at_cells: AtCellsFn | None = None,
+    anchors_at_cells: AnchorsAtCellsFn | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
 
@@ -201,7 +205,9 @@ def register_filter(
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
     ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``at_cells(ctx, spec, ts, es)`` (optional, for
     speed) returns what ``fn`` would give, reduced to the cells ``(ts[k], es[k])`` (union over anchors),
-    and whether the spec is ambiguous; it must agree with ``fn``.
+    and whether the spec is ambiguous; it must agree with ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
+    for speed) returns an :class:`Anchored` selection's anchors and each anchor's mask at ``ctx.cells``
+    (``[G, K]``), in ``fn``'s anchor order; it must agree with ``fn`` too.
     """
     if slot not in SLOTS:
         raise ValueError(f"slot '{slot}' is not one of {SLOTS}")
@@ -217,6 +223,7 @@ def register_filter(
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
                 at_cells=at_cells,
+                anchors_at_cells=anchors_at_cells,
             )
         return fn
 

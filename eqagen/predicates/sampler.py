@@ -26,6 +26,7 @@ import numpy as np
 
 from eqagen.core import Program, QuerySpec
 from eqagen.predicates.bitsets import BitView, Previewer
+from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
@@ -425,12 +426,18 @@ def answer_problem(program: Program, groups: list[RawGroup], config: QuestionCon
     return None
 
 
-def evaluate_cached(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
+def evaluate_cached(ctx: EpisodeContext, program: Program, index: EpisodeIndex | None = None) -> list[RawGroup]:
     """``evaluate_raw``, memoised per episode: the sub-programs of the effectiveness check recur often.
+    With the episode's ``index``, computed on its cells where possible (``cell_answers``: the same groups).
     Raises SeveralAmbiguousFilters like ``evaluate_raw`` (not memoised then)."""
     q = program.query
     key = ("raw", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(spec_key(f) for f in program.filters))
-    return ctx.memo(key, lambda: evaluate_raw(ctx, program))
+
+    def compute() -> list[RawGroup]:
+        groups = evaluate_on_cells(index, program) if index is not None else None
+        return groups if groups is not None else evaluate_raw(ctx, program)
+
+    return ctx.memo(key, compute)
 
 
 def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup], index=None) -> int:
@@ -443,7 +450,7 @@ def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGr
         if entity_sets is not None and entity_sets[i] != entity_sets[-1]:
             continue  # the answer names other entities without filter i: it differs
         dropped = Program(program.filters[:i] + program.filters[i + 1 :], program.query)
-        if answer_key(evaluate_cached(ctx, dropped)) == key:
+        if answer_key(evaluate_cached(ctx, dropped, index)) == key:
             return i
     return -1
 
@@ -499,7 +506,7 @@ def check(ctx, program, config, extra_forbidden, seen, index=None, signature=Non
     if max(families.count(f) for f in families) > config.max_filters_per_family:
         return "family_cap"
     try:
-        groups = evaluate_cached(ctx, program)
+        groups = evaluate_cached(ctx, program, index)
     except SeveralAmbiguousFilters:
         return "several_ambiguous_filters"
     problem = answer_problem(program, groups, config)

@@ -1,0 +1,92 @@
+"""The sampler's evaluation on the index's cells gives exactly ``evaluate_raw``'s groups, for every sampled
+program and every program one filter shorter, in all three world families; the registry's anchor
+shortcuts agree with the filters' own masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqagen.core import Program, QuerySpec, derive_rng
+from eqagen.generators import get_backend
+from eqagen.predicates import REGISTRY, QuestionConfig
+from eqagen.predicates.cell_answers import evaluate_on_cells
+from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
+from eqagen.predicates.index import build_index
+from eqagen.predicates.sampler import sample_programs
+from tests.predicates.conftest import make_episode
+from tests.predicates.helpers import household_episodes
+
+
+def same_groups(a: list[RawGroup], b: list[RawGroup]) -> bool:
+    return len(a) == len(b) and all(
+        (x.anchor, x.filter_index, x.value) == (y.anchor, y.filter_index, y.value)
+        and np.array_equal(x.entities, y.entities)
+        and np.array_equal(x.last_t, y.last_t)
+        for x, y in zip(a, b)
+    )
+
+
+def episodes() -> list:
+    nav = get_backend("navigation", "embedded")
+    blocks = get_backend("blockworld", "embedded")
+    return (
+        [make_episode(s, 50) for s in range(4)]
+        + list(household_episodes(25))
+        + [nav.run(spec) for spec in nav.plan(4, 3, {"policy": "express", "n_scenes": 2})]
+        + [blocks.run(spec) for spec in blocks.plan(4, 5, {})]
+    )
+
+
+def test_cell_answers_equal_the_full_masks_on_sampled_programs_and_their_drops():
+    compared, families = 0, set()
+    for ep in episodes():
+        cells_ctx, masks_ctx = EpisodeContext(ep), EpisodeContext(ep)  # separate memos: no shared results
+        index = build_index(cells_ctx)
+        accepted, _ = sample_programs(cells_ctx, QuestionConfig(), derive_rng(4, "questions", ep.episode_id))
+        for acc in accepted:
+            p = acc.program
+            for variant in [p] + [Program(p.filters[:i] + p.filters[i + 1 :], p.query) for i in range(len(p.filters))]:
+                got = evaluate_on_cells(index, variant)
+                assert got is not None, variant.signature()
+                assert same_groups(got, evaluate_raw(masks_ctx, variant)), (ep.episode_id, variant.signature())
+                compared += 1
+        families.add(ep.family)
+    assert compared > 2000 and families >= {"household", "navigation", "blockworld"}, (compared, families)
+
+
+def test_two_ambiguous_filters_raise_on_cells_as_on_masks():
+    for ep in household_episodes(30):
+        ctx = EpisodeContext(ep)
+        index = build_index(ctx)
+        ambiguous = [i for i, a in enumerate(index.lists.ambiguous) if a]
+        pairs = [(i, j) for i in ambiguous for j in ambiguous if index.key_id[i] < index.key_id[j]]
+        if not pairs:
+            continue
+        i, j = pairs[0]
+        program = Program((index.specs[i], index.specs[j]), QuerySpec("listObjects"))
+        with pytest.raises(SeveralAmbiguousFilters):
+            evaluate_raw(ctx, program)
+        with pytest.raises(SeveralAmbiguousFilters):
+            evaluate_on_cells(index, program)
+        return
+    pytest.fail("no episode has two ambiguous filters of different keys")
+
+
+def test_anchor_shortcuts_agree_with_the_masks():
+    checked = set()
+    for ep in [make_episode(s, 40) for s in range(3)] + list(household_episodes(6)):
+        ctx = EpisodeContext(ep)
+        index = build_index(ctx)
+        ts, es = ctx.cells
+        for i, spec in enumerate(index.specs):
+            shortcut = REGISTRY.filter(spec.family, spec.key).anchors_at_cells
+            if shortcut is None or not index.lists.ambiguous[i]:
+                continue
+            anchors, rows = shortcut(ctx, spec)
+            sel = REGISTRY.filter(spec.family, spec.key).fn(EpisodeContext(ep), spec)
+            assert np.array_equal(anchors, sel.anchors), spec
+            assert np.array_equal(rows, sel.masks[:, ts, es]), spec
+            checked.add((spec.family, spec.key))
+    assert {k for _, k in checked} >= {"on", "above", "under", "front", "left"}, checked
