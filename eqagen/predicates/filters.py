@@ -138,6 +138,28 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return Anchored(anchors, masks)
 
 
+def same_receptacle_rows(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, np.ndarray]:
+    """``same_receptacle``'s anchors and masks at ``ctx.cells`` only (``[G, K]``), by the same rule."""
+    ts, es = ctx.cells
+    anchors = _anchors(ctx, spec.value)
+    ap = ctx.parent[ts[None, :], anchors[:, None]]  # [G, K] the anchor's receptacle at the cell's step
+    ok = (ap >= 0) & ctx.data[ts[None, :], anchors[:, None]] & ctx.of_type(spec.args["receptacle"])[np.maximum(ap, 0)]
+    return anchors, (ctx.parent[ts, es][None, :] == ap) & ok & (es[None, :] != anchors[:, None])
+
+
+def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str, int]]:
+    """Per cell of ``ctx.cells``: a code of the type of the observed receptacle holding the entity (-1: none,
+    or one never seen), and the codes by type name (memoised)."""
+
+    def compute() -> tuple[np.ndarray, dict[str, int]]:
+        ts, es = ctx.cells
+        names, codes = np.unique(ctx.types.astype(str), return_inverse=True)
+        observed_codes = np.where(ctx.observed, codes, -1)
+        return np.append(observed_codes, -1)[ctx.parent[ts, es]], {n: i for i, n in enumerate(names.tolist())}
+
+    return ctx.memo(("receptacle_codes_at_cells",), compute)
+
+
 def observed_anchor_rows(ctx: EpisodeContext, type_name: str) -> np.ndarray:
     """Rows of the type's instances among all observed entities (the row order of the relation tables)."""
     return ctx.memo(
@@ -223,23 +245,25 @@ def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np
     """The sampler's shortcut for ambiguous location filters (same rules as the masks)."""
     if spec.key in ("above", "under"):
         return relation_anchors_at_cells(ctx, vertical_at_cells(ctx), spec)
-    ts, es = ctx.cells
     if spec.key in ("on", "inside"):
+        ts, es = ctx.cells
         anchors = ctx.instances(spec.value)
         return anchors, ctx.parent[ts, es][None, :] == anchors[:, None]
-    sel = ctx.selection(spec)
-    return sel.anchors, sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es]
+    return same_receptacle_rows(ctx, spec)
 
 
 def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
     """The sampler's shortcut: location filters reduced to the cells (same rules as the masks)."""
     if spec.key in ("above", "under"):
         return anchored_at_cells(ctx, vertical_at_cells(ctx), spec, ts, es)
+    if ts is not ctx.cells[0] or es is not ctx.cells[1]:
+        sel = ctx.selection(spec)
+        return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
     if spec.key in ("on", "inside"):
-        anchors = ctx.instances(spec.value)
-        return np.isin(ctx.parent[ts, es], anchors), anchors.size >= 2
-    sel = ctx.selection(spec)
-    return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
+        codes, by_name = receptacle_codes_at_cells(ctx)
+        return codes == by_name.get(spec.value, -2), ctx.instances(spec.value).size >= 2
+    anchors, rows = same_receptacle_rows(ctx, spec)
+    return rows.any(axis=0), anchors.size >= 2
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:

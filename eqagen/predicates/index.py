@@ -296,7 +296,8 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     starts = np.flatnonzero(np.r_[True, cell_e[1:] != cell_e[:-1]]) if cell_e.size else cell_e
     specs = satisfiable_specs(ctx)
     rows = [_union_at(ctx, s, cell_t, cell_e) for s in specs]
-    keep = [i for i, (r, _) in enumerate(rows) if r.any()]
+    stacked = stack_rows([r for r, _ in rows], cell_t.size)
+    keep = np.flatnonzero(stacked.any(axis=1)).tolist()
     specs = [specs[i] for i in keep]
     families = sorted({s.family for s in specs})
     shares = shared_vocabulary(ctx)
@@ -309,9 +310,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         family_of=np.array([families.index(s.family) for s in specs], dtype=np.int64),
         key_id=np.array([keys.index((s.family, s.key)) for s in specs], dtype=np.int64),
         keys=keys,
-        holds=np.stack([rows[i][0] for i in keep]).astype(bool, copy=False)
-        if keep
-        else np.zeros((0, cell_t.size), bool),
+        holds=stacked[keep],
         ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
         priority=np.array([spec_priority(s, shares) for s in specs], dtype=np.float64),
         cell_t=cell_t,

@@ -440,12 +440,13 @@ def evaluate_cached(ctx: EpisodeContext, program: Program, index: EpisodeIndex |
     return ctx.memo(key, compute)
 
 
-def ineffective_filter(ctx: EpisodeContext, program: Program, groups: list[RawGroup], index=None) -> int:
+def ineffective_filter(
+    ctx: EpisodeContext, program: Program, groups: list[RawGroup], index=None, entity_sets: list[int] | None = None
+) -> int:
     """Index of the first filter whose removal leaves the answer unchanged, or -1 when all are effective.
-    With the episode's ``index``, a removal that changes which entities the answer names at all is known
-    to change the answer without evaluating it (``entities_differ``)."""
+    With the episode's ``index`` and the program's ``dropped_entity_sets``, a removal that changes which
+    entities the answer names at all is known to change the answer without evaluating it."""
     key = answer_key(groups)
-    entity_sets = dropped_entity_sets(index, program) if index is not None else None
     for i in range(len(program.filters)):
         if entity_sets is not None and entity_sets[i] != entity_sets[-1]:
             continue  # the answer names other entities without filter i: it differs
@@ -479,6 +480,23 @@ def dropped_entity_sets(index: EpisodeIndex, program: Program) -> list[int] | No
     return out
 
 
+def too_many_by_preview(
+    index: EpisodeIndex, program: Program, config: QuestionConfig, entity_sets: list[int] | None
+) -> str | None:
+    """``answer_problem``'s size verdict, known before evaluating where the preview names exactly the answer's
+    entities (``entity_sets``: the program's ``dropped_entity_sets``; one group: no ambiguous filter); None
+    when it cannot tell or the size is within the limit."""
+    limit = answer_limit(program.query, config)
+    if limit is None or entity_sets is None or entity_sets[-1].bit_count() <= limit or index_ambiguous(index, program):
+        return None
+    return "too_many_items" if program.query.name == "listObjects" else "too_many_targets"
+
+
+def index_ambiguous(index: EpisodeIndex, program: Program) -> bool:
+    spec_ids = index.spec_ids()
+    return any(index.lists.ambiguous[spec_ids[spec_key(f)]] for f in program.filters)
+
+
 def answer_entities(index: EpisodeIndex, q: QuerySpec, ambiguous: bool):
     """A function from a selection of the query's cells to the entities its answer names (as ``bitsets``
     guard bits), for the built-in queries where that is exact, else None:
@@ -505,6 +523,10 @@ def check(ctx, program, config, extra_forbidden, seen, index=None, signature=Non
     families = [f.family for f in program.filters]
     if max(families.count(f) for f in families) > config.max_filters_per_family:
         return "family_cap"
+    entity_sets = dropped_entity_sets(index, program) if index is not None else None
+    too_many = too_many_by_preview(index, program, config, entity_sets) if index is not None else None
+    if too_many:
+        return too_many
     try:
         groups = evaluate_cached(ctx, program, index)
     except SeveralAmbiguousFilters:
@@ -512,7 +534,7 @@ def check(ctx, program, config, extra_forbidden, seen, index=None, signature=Non
     problem = answer_problem(program, groups, config)
     if problem:
         return problem
-    if ineffective_filter(ctx, program, groups, index) >= 0:
+    if ineffective_filter(ctx, program, groups, index, entity_sets) >= 0:
         return "ineffective_filter"
     return groups
 

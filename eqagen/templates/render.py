@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 
 from eqagen.core import AnswerGroup, FilterSpec, Program, QuerySpec
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY
 from eqagen.templates.words import coords, label, list_phrase, ordinal, plural, verb, with_article
 
@@ -127,8 +127,24 @@ def _render_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) 
         return render(template, f=spec, v=parts, value=parts["value"], anchor=parts["anchor"], ctx=ctx)
     macro = getattr(filter_macros(), f"{spec.family}_{spec.key}", None)
     if macro is not None:
-        return str(macro(spec, parts)).strip()
+        return _macro_phrase(macro, spec, parts)
     return f"{spec.key.replace('_', ' ')} {parts['value']}{parts['anchor']}"
+
+
+def _macro_phrase(macro: Any, spec: FilterSpec, parts: dict[str, Any]) -> str:
+    """A built-in macro's phrase, cached across episodes: a macro reads only the spec and the readable parts,
+    and the same phrase recurs in many scenes (bounded: cleared when full)."""
+    key = (spec_key(spec), tuple(parts.items()))
+    hit = _MACRO_PHRASES.get(key)
+    if hit is None:
+        if len(_MACRO_PHRASES) >= MAX_CACHED_PHRASES:
+            _MACRO_PHRASES.clear()
+        hit = _MACRO_PHRASES[key] = str(macro(spec, parts)).strip()
+    return hit
+
+
+MAX_CACHED_PHRASES = 65536
+_MACRO_PHRASES: dict[tuple, str] = {}
 
 
 # -- questions ----------------------------------------------------------------------------------------

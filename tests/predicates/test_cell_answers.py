@@ -89,4 +89,4 @@ def test_anchor_shortcuts_agree_with_the_masks():
             assert np.array_equal(anchors, sel.anchors), spec
             assert np.array_equal(rows, sel.masks[:, ts, es]), spec
             checked.add((spec.family, spec.key))
-    assert {k for _, k in checked} >= {"on", "above", "under", "front", "left"}, checked
+    assert {k for _, k in checked} >= {"on", "on_same", "above", "under", "front", "left"}, checked
