@@ -1,8 +1,10 @@
 """The sampler's evaluation on the index's cells gives exactly ``evaluate_raw``'s groups, for every sampled
 program and every program one filter shorter, in all three world families; the registry's anchor
-shortcuts agree with the filters' own masks."""
+shortcuts agree with the filters' own masks; the preview's size verdicts agree with the evaluated answer."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,7 +16,15 @@ from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import build_index
-from eqagen.predicates.sampler import sample_programs
+from eqagen.predicates.sampler import (
+    MixState,
+    answer_problem,
+    dropped_entity_sets,
+    index_ambiguous,
+    propose,
+    sample_programs,
+    too_many_by_preview,
+)
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import household_episodes
 
@@ -90,3 +100,28 @@ def test_anchor_shortcuts_agree_with_the_masks():
             assert np.array_equal(rows, sel.masks[:, ts, es]), spec
             checked.add((spec.family, spec.key))
     assert {k for _, k in checked} >= {"on", "on_same", "above", "under", "front", "left"}, checked
+
+
+def test_size_verdicts_by_preview_agree_with_the_evaluated_answer():
+    """Where the preview names exactly the answer's entities, its too-many verdict is the evaluated one."""
+    config, decided, exact = QuestionConfig(), Counter(), 0
+    for ep in household_episodes(40):
+        ctx = EpisodeContext(ep)
+        index, mix, rng = build_index(ctx), MixState(), derive_rng(6, "questions", ep.episode_id)
+        for _ in range(100):
+            program = propose(index, config, mix, rng)
+            if isinstance(program, str):
+                continue
+            try:
+                problem = answer_problem(program, evaluate_raw(ctx, program), config)
+            except SeveralAmbiguousFilters:
+                continue
+            entity_sets = dropped_entity_sets(index, program)
+            verdict = too_many_by_preview(index, program, config, entity_sets)
+            if verdict:
+                decided[verdict] += 1
+                assert problem == verdict, program.signature()
+            elif entity_sets is not None and not index_ambiguous(index, program):
+                exact += 1
+                assert problem not in ("too_many_items", "too_many_targets"), program.signature()
+    assert decided["too_many_targets"] > 20 and decided["too_many_items"] > 0 and exact > 1000, (decided, exact)
