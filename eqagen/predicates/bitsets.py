@@ -88,12 +88,17 @@ def cells_to_int(cells: np.ndarray, layout: CellLayout) -> int:
     return to_int_positions(layout.bit_of_cell[cells], layout.width)
 
 
+def mask_to_int(mask: np.ndarray, layout: CellLayout) -> int:
+    """A bool ``[K]`` mask of the index's cells as one int."""
+    return rows_to_ints(mask[None, :], layout)[0] if mask.size else 0
+
+
 def value_planes(codes: np.ndarray, layout: CellLayout) -> list[int]:
     """Int codes ``[K]`` of what a time-reading query reads per cell, as bit planes: plane b holds the
     cells whose (densely renumbered) code has bit b. Equal codes give equal planes and vice versa."""
     _, dense = np.unique(codes, return_inverse=True)
     n_bits = int(dense.max()).bit_length() if dense.size else 0
-    return [cells_to_int(np.flatnonzero((dense >> b) & 1), layout) for b in range(n_bits)]
+    return rows_to_ints(((dense[None, :] >> np.arange(n_bits)[:, None]) & 1).astype(bool), layout)
 
 
 @dataclass
@@ -105,6 +110,10 @@ class BitView:
     events: bool  # counting events: a preview is the number of cells
     reported: int | None = None  # cells where an entity's last selected step is reported; None: all
     first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
+
+    def previewed(self) -> tuple[list[int] | None, bool, int | None]:
+        """What a view restricted to fewer cells shares with this one: planes, events, reported."""
+        return self.planes, self.events, self.reported
 
 
 class Previewer:

@@ -17,7 +17,7 @@ from eqagen.predicates.context import spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, last_steps
 from eqagen.predicates.index import EpisodeIndex
 from eqagen.predicates.queries import count
-from eqagen.predicates.registry import REGISTRY
+from eqagen.predicates.registry import REGISTRY, CellSelection
 
 
 def evaluate_on_cells(index: EpisodeIndex, program: Program) -> list[RawGroup] | None:
@@ -50,12 +50,21 @@ def evaluate_on_cells(index: EpisodeIndex, program: Program) -> list[RawGroup] |
 
 
 def _group(index: EpisodeIndex, program: Program, anchor: int, where: int, cells: np.ndarray) -> RawGroup | None:
-    ctx = index.ctx
-    mask = np.zeros(ctx.T * ctx.N, dtype=bool)
-    mask[index.flat_cells()[cells]] = True
-    mask = mask.reshape(ctx.T, ctx.N)
-    out = REGISTRY.query(program.query.name).fn(ctx, program.query, mask)
-    if out is None:
-        return None
-    last_t = out.steps if out.steps is not None else last_steps(mask, out.entities)
+    """One group from its cells: the query's own cell shortcut where it has one, else the query on the
+    ``[T, N]`` mask scattered from the cells."""
+    ctx, qdef = index.ctx, REGISTRY.query(program.query.name)
+    if qdef.at_cells is not None:
+        selection = CellSelection(cells, index.cell_t, index.cell_e)
+        out = qdef.at_cells(ctx, program.query, selection)
+        if out is None:
+            return None
+        last_t = out.steps if out.steps is not None else selection.last_steps(out.entities)
+    else:
+        mask = np.zeros(ctx.T * ctx.N, dtype=bool)
+        mask[index.flat_cells()[cells]] = True
+        mask = mask.reshape(ctx.T, ctx.N)
+        out = qdef.fn(ctx, program.query, mask)
+        if out is None:
+            return None
+        last_t = out.steps if out.steps is not None else last_steps(mask, out.entities)
     return RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t)

@@ -19,7 +19,7 @@ from eqagen.predicates.bitsets import (
     CellLayout,
     Previewer,
     cell_layout,
-    cells_to_int,
+    mask_to_int,
     rows_to_ints,
     value_planes,
 )
@@ -221,24 +221,40 @@ class EpisodeIndex:
         return self._memo[("bits",)]
 
     def bit_view(self, q: QuerySpec) -> tuple[BitView, Previewer]:
-        """The query's view as ints, with its previewer (memoised like ``view``)."""
+        """The query's view as ints, with its previewer (memoised like ``view``): the view without a subject,
+        built once per query, ANDed with the subject type's cells."""
         key = ("bit_view", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
-        if key not in self._memo:
+        hit = self._memo.get(key)
+        if hit is None:
+            subject = q.args.get("subject")
+            base = self._base_bit_view(q)
+            bits = base if not subject else BitView(base.cells & self.type_bits(subject), *base.previewed())
+            hit = self._memo[key] = bits, Previewer(self.cell_bits()[0], bits)
+        return hit
+
+    def _base_bit_view(self, q: QuerySpec) -> BitView:
+        """The query's view as ints, whatever its subject (memoised per query name, arg and event kind)."""
+        key = ("base_bit_view", q.name, q.arg, q.args.get("kind"))
+        hit = self._memo.get(key)
+        if hit is None:
             layout, _ = self.cell_bits()
-            planes = None
-            if REGISTRY.query(q.name).time_value is not None and not counts_events(q):
-                pkey = ("planes", q.name, q.arg)
-                if pkey not in self._memo:
-                    self._memo[pkey] = value_planes(self.time_values(q), layout)
-                planes = self._memo[pkey]
+            qdef, events = REGISTRY.query(q.name), counts_events(q)
+            anyone = QuerySpec(q.name, q.arg, {k: v for k, v in q.args.items() if k != "subject"})
+            planes = value_planes(self.time_values(q), layout) if qdef.time_value is not None and not events else None
             reported = None
-            reports = REGISTRY.query(q.name).reports
-            if reports is not None and not counts_events(q):
-                reported = cells_to_int(np.flatnonzero(reports(self.ctx, q)[self.cell_t, self.cell_e]), layout)
-            cells = cells_to_int(np.flatnonzero(self.query_cells(q)), layout)
-            bits = BitView(cells, planes, counts_events(q), reported)
-            self._memo[key] = bits, Previewer(layout, bits)
-        return self._memo[key]
+            if qdef.reports is not None and not events:
+                reported = mask_to_int(qdef.reports(self.ctx, q)[self.cell_t, self.cell_e], layout)
+            cells = mask_to_int(self.query_cells(anyone), layout)
+            hit = self._memo[key] = BitView(cells, planes, events, reported)
+        return hit
+
+    def type_bits(self, type_name: str) -> int:
+        """The cells of the entities of one type, as a ``bitsets`` int (memoised)."""
+        key = ("type_bits", type_name)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = mask_to_int(self.ctx.of_type(type_name)[self.cell_e], self.cell_bits()[0])
+        return hit
 
     def seed_cells(self, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
         """(cells a question with this query can be built around, start of each entity's run among them)."""

@@ -14,7 +14,7 @@ import numpy as np
 from eqagen.core import QuerySpec
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import state_capable
-from eqagen.predicates.registry import Outcome, register_query
+from eqagen.predicates.registry import CellSelection, Outcome, register_query
 
 STATE_WORDS = {
     "open": ("open", "closed"),
@@ -57,6 +57,11 @@ def join_values(values) -> str:
     return ", ".join(sorted({str(v) for v in values}))
 
 
+def data_at_cells(ctx: EpisodeContext) -> np.ndarray:
+    """Bool ``[K]``: which of ``ctx.cells`` are observations (the others are events only; memoised)."""
+    return ctx.memo(("data_at_cells",), lambda: ctx.data[ctx.cells])
+
+
 def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     return np.ones(ctx.N, dtype=bool)
 
@@ -68,13 +73,19 @@ def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     applies=_everything,
     answer_type="objects",
     categories=("object recognition", "object"),
+    at_cells=lambda ctx, q, sel: list_objects_at_cells(ctx, q, sel),
 )
 def list_objects(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The types of the entities seen, sorted, with repeats ("Apple, Cup, Cup")."""
-    ents = seen_entities(mask)
-    if ents.size == 0:
-        return None
-    return Outcome(ents, ", ".join(sorted(ctx.types[ents].tolist())))
+    return _list_outcome(ctx, seen_entities(mask))
+
+
+def _list_outcome(ctx: EpisodeContext, ents: np.ndarray) -> Outcome | None:
+    return Outcome(ents, ", ".join(sorted(ctx.types[ents].tolist()))) if ents.size else None
+
+
+def list_objects_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    return _list_outcome(ctx, sel.runs()[0])
 
 
 # -- count ------------------------------------------------------------------------------------------------
@@ -90,6 +101,7 @@ def count_args(ctx: EpisodeContext) -> list[QuerySpec]:
     answer_type="number",
     categories=("spatial understanding", "counting"),
     observed=False,
+    at_cells=lambda ctx, q, sel: count_at_cells(ctx, q, sel),
 )
 def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
@@ -99,12 +111,34 @@ def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | 
         ents = seen_entities(seen)
         return Outcome(ents, str(ents.size), last_step(seen, ents)) if ents.size else None
     t, ent = event_arrays(ctx, query.args["kind"])
-    hit = mask[t, ent]
+    return _events_outcome(t, ent, mask[t, ent])
+
+
+def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome | None:
     if not hit.any():
         return None
     ents = np.unique(ent[hit])
     last = np.array([t[hit & (ent == e)].max() for e in ents.tolist()], dtype=np.int64)  # its last counted event
     return Outcome(ents, str(int(hit.sum())), last)
+
+
+def count_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    if query.arg == "objects":
+        ents, last = sel.restrict(data_at_cells(ctx)).runs()
+        return Outcome(ents, str(ents.size), last) if ents.size else None
+    t, ent = event_arrays(ctx, query.args["kind"])
+    return _events_outcome(t, ent, sel.mask[event_cell_indices(ctx, query.args["kind"])])
+
+
+def event_cell_indices(ctx: EpisodeContext, kind: str) -> np.ndarray:
+    """Where each event of one kind (``event_arrays``' order) sits among ``ctx.cells`` (memoised)."""
+
+    def compute() -> np.ndarray:
+        t, ent = event_arrays(ctx, kind)
+        ts, es = ctx.cells
+        return np.searchsorted(es * ctx.T + ts, ent * ctx.T + t)  # the cells are sorted by entity, then step
+
+    return ctx.memo(("event_cells", kind), compute)
 
 
 def event_arrays(ctx: EpisodeContext, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -131,15 +165,22 @@ def state_args(ctx: EpisodeContext) -> list[QuerySpec]:
     categories=("object state recognition", "state"),
     max_targets=True,
     time_value=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
+    at_cells=lambda ctx, q, sel: get_state_at_cells(ctx, q, sel),
 )
 def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The state of each entity the last time the agent saw it within the selection."""
     ents = seen_entities(mask)
-    if ents.size == 0:
-        return None
-    last = last_step(mask, ents)
+    return _state_outcome(ctx, query, ents, last_step(mask, ents)) if ents.size else None
+
+
+def _state_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray, last: np.ndarray) -> Outcome:
     flags = ctx.flag(query.arg)[last, ents]
     return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]), last)
+
+
+def get_state_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    ents, last = sel.runs()
+    return _state_outcome(ctx, query, ents, last) if ents.size else None
 
 
 # -- getProperty ------------------------------------------------------------------------------------------
@@ -161,12 +202,18 @@ def property_categories(query: QuerySpec) -> tuple[str, str]:
     answer_type=lambda q: q.arg,
     categories=property_categories,
     max_targets=True,
+    at_cells=lambda ctx, q, sel: get_property_at_cells(ctx, q, sel),
 )
 def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    ents = seen_entities(mask)
-    if ents.size == 0:
-        return None
-    return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]]))
+    return _property_outcome(ctx, query, seen_entities(mask))
+
+
+def _property_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray) -> Outcome | None:
+    return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]])) if ents.size else None
+
+
+def get_property_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    return _property_outcome(ctx, query, sel.runs()[0])
 
 
 def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
@@ -191,16 +238,23 @@ def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
     time_value=lambda ctx, q: receptacle_type_codes(ctx),
     seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
     reports=lambda ctx, q: ctx.parent >= 0,
+    at_cells=lambda ctx, q, sel: get_location_at_cells(ctx, q, sel),
 )
 def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The receptacle type holding each entity the last time the agent saw it within the selection;
     entities held by nothing then are left out."""
     ents = seen_entities(mask)
-    if ents.size == 0:
-        return None
-    last = last_step(mask, ents)
+    return _location_outcome(ctx, ents, last_step(mask, ents)) if ents.size else None
+
+
+def _location_outcome(ctx: EpisodeContext, ents: np.ndarray, last: np.ndarray) -> Outcome | None:
     parents = ctx.parent[last, ents]
     held = parents >= 0
     if not held.any():
         return None
     return Outcome(ents[held], join_values(ctx.types[parents[held]].tolist()), last[held])
+
+
+def get_location_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    ents, last = sel.runs()
+    return _location_outcome(ctx, ents, last) if ents.size else None

@@ -64,11 +64,39 @@ class Outcome:
     steps: np.ndarray | None = None  # int [k]: where each entity is reported; None: its last selected step
 
 
+class CellSelection:
+    """One group's selection as a bool mask over ``ctx.cells`` (sorted by entity, then step): what a query's
+    ``at_cells`` shortcut reads in place of a ``[T, N]`` mask."""
+
+    def __init__(self, mask: np.ndarray, cell_t: np.ndarray, cell_e: np.ndarray):
+        self.mask, self.cell_t, self.cell_e = mask, cell_t, cell_e
+        self._runs: tuple[np.ndarray, np.ndarray] | None = None
+
+    def restrict(self, keep: np.ndarray) -> CellSelection:
+        """The selection ANDed with another bool mask over the cells."""
+        return CellSelection(self.mask & keep, self.cell_t, self.cell_e)
+
+    def runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The selected entities (sorted, distinct) and each one's last selected step."""
+        if self._runs is None:
+            ks = np.flatnonzero(self.mask)
+            es = self.cell_e[ks]
+            last = np.flatnonzero(np.append(es[1:] != es[:-1], True)) if ks.size else ks
+            self._runs = es[last], self.cell_t[ks[last]]
+        return self._runs
+
+    def last_steps(self, entities: np.ndarray) -> np.ndarray:
+        """The last selected step of each of ``entities`` (selected ones)."""
+        ents, last = self.runs()
+        return last[np.searchsorted(ents, entities)]
+
+
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
 AtCellsFn = Callable[["EpisodeContext", FilterSpec, np.ndarray, np.ndarray], tuple[np.ndarray, bool]]
 AnchorsAtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, np.ndarray]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
+QueryAtCellsFn = Callable[["EpisodeContext", QuerySpec, CellSelection], "Outcome | None"]
 QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 CategoryFn = Callable[[QuerySpec], tuple[str, str]]
@@ -112,6 +140,8 @@ class QueryDef:
     # bool [T, N]: where an entity's last selected step must be for the query to name it (getLocation: held
     # by something); None: the query names every entity it sees
     reports: SeedsFn | None = None
+    # optional shortcut for the sampler's evaluation: ``fn`` on a group given as cells of ``ctx.cells``
+    at_cells: QueryAtCellsFn | None = None
 
 
 @dataclass
@@ -242,6 +272,7 @@ def register_query(
     template: str | None = None,
     seeds: SeedsFn | None = None,
     reports: SeedsFn | None = None,
+    at_cells: QueryAtCellsFn | None = None,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
@@ -253,7 +284,9 @@ def register_query(
     tell whether a filter that only changes *when* things were seen changes the answer. ``reports(ctx,
     query)`` (optional) gives the bool ``[T, N]`` cells where an entity's last selected step must be for
     the query to name it (getLocation: held by something), so the sampler's preview names the same
-    entities as the answer.
+    entities as the answer. ``at_cells(ctx, query, selection)`` (optional, for speed) gives ``fn``'s outcome
+    for a group given as a :class:`CellSelection` of ``ctx.cells`` (DATA and event cells: all a query over
+    observations can see); it must agree with ``fn``.
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -272,6 +305,7 @@ def register_query(
             template=template,
             seeds=seeds,
             reports=reports,
+            at_cells=at_cells,
         )
         return fn
 
