@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import Program
-from eqagen.predicates.context import spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, last_steps
 from eqagen.predicates.index import EpisodeIndex
 from eqagen.predicates.queries import count
@@ -28,8 +27,7 @@ def evaluate_on_cells(index: EpisodeIndex, program: Program) -> list[RawGroup] |
     qdef = REGISTRY.query(q.name)
     if not (qdef.observed or qdef.fn is count):
         return None
-    spec_ids = index.spec_ids()
-    used = [spec_ids.get(spec_key(f)) for f in program.filters]
+    used = index.positions(program.filters)
     if any(i is None for i in used):
         return None
     selected, grouped, where = index.query_cells(q), -1, -1

@@ -200,7 +200,8 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
     def compute() -> dict[str, np.ndarray]:
         ts, es = ctx.cells
         anchors = np.flatnonzero(ctx.observed)
-        d = ctx.position[ts, es][None, :, :] - ctx.position[ts[None, :], anchors[:, None]]  # [A, K, 3]
+        at_anchors = ctx.position[:, anchors].take(ts, axis=0)  # [K, A, 3]: one take, not a 2-D gather
+        d = (ctx.position[ts, es][:, None, :] - at_anchors).transpose(1, 0, 2)  # [A, K, 3]
         parent = ctx.parent[ts, es][None, :] == anchors[:, None]
         return _vertical(ctx, d, parent, es[None, :] == anchors[:, None])
 
@@ -228,7 +229,9 @@ def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) 
         starts = [i for i in range(len(ordered)) if i == 0 or ordered[i] != ordered[i - 1]]
         if not starts:
             return {}, {}
-        unions = np.logical_or.reduceat(table[key][order], starts, axis=0)
+        # OR over each type's rows on packed bits: logical_or.reduceat on bools is several times slower
+        packed = np.bitwise_or.reduceat(np.packbits(table[key][order], axis=1), starts, axis=0)
+        unions = np.unpackbits(packed, axis=1, count=table[key].shape[1]).astype(bool)
         ends = [*starts[1:], len(ordered)]
         names = [ordered[i] for i in starts]
         return dict(zip(names, unions)), {t: b - a for t, a, b in zip(names, starts, ends)}

@@ -141,6 +141,18 @@ class EpisodeIndex:
             hit = self._memo[("spec_ids",)] = {spec_key(s): i for i, s in enumerate(self.specs)}
         return hit
 
+    def positions(self, specs) -> list[int | None]:
+        """Each spec's position in ``specs`` (None: not a spec of this index): by identity first (the
+        sampler's programs hold the index's own spec objects, which the index keeps alive), else by content."""
+        by_id = self._memo.get(("spec_by_id",))
+        if by_id is None:
+            by_id = self._memo[("spec_by_id",)] = {id(s): i for i, s in enumerate(self.specs)}
+        out = []
+        for spec in specs:
+            i = by_id.get(id(spec))
+            out.append(i if i is not None and self.specs[i] is spec else self.spec_ids().get(spec_key(spec)))
+        return out
+
     def holding_at(self, cell: int, q: QuerySpec) -> list[int]:
         """Specs (ascending) that keep ``cell`` and are not forbidden with the query (memoised)."""
         key = ("holding_at", cell, q.name, q.arg)
@@ -159,7 +171,7 @@ class EpisodeIndex:
             by_cell = self._memo.get(("holds_by_cell",))
             if by_cell is None:
                 by_cell = self._memo[("holds_by_cell",)] = np.ascontiguousarray(self.holds.T)
-            hit = self._memo[("specs_at", cell)] = np.flatnonzero(by_cell[cell]).tolist()
+            hit = self._memo[("specs_at", cell)] = by_cell[cell].nonzero()[0].tolist()
         return hit
 
     def flat_cells(self) -> np.ndarray:
@@ -266,11 +278,16 @@ class EpisodeIndex:
             else:
                 cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
             ok = cells[self.cell_t, self.cell_e] & qdef.applies(ctx, q)[self.cell_e]
-            ks = np.flatnonzero(ok)
+            ks = ok.nonzero()[0]
             es = self.cell_e[ks]
-            starts = np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if ks.size else ks
+            starts = run_starts(es) if ks.size else ks
             self._memo[key] = (ks, starts)
         return self._memo[key]
+
+
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts in a non-empty sorted array."""
+    return np.concatenate(([True], values[1:] != values[:-1])).nonzero()[0]
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
@@ -309,7 +326,7 @@ def stack_rows(rows: list[np.ndarray], k: int) -> np.ndarray:
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     cell_t, cell_e = ctx.cells
-    starts = np.flatnonzero(np.r_[True, cell_e[1:] != cell_e[:-1]]) if cell_e.size else cell_e
+    starts = run_starts(cell_e) if cell_e.size else cell_e
     specs = satisfiable_specs(ctx)
     rows = [_union_at(ctx, s, cell_t, cell_e) for s in specs]
     stacked = stack_rows([r for r, _ in rows], cell_t.size)

@@ -79,9 +79,9 @@ class CellSelection:
     def runs(self) -> tuple[np.ndarray, np.ndarray]:
         """The selected entities (sorted, distinct) and each one's last selected step."""
         if self._runs is None:
-            ks = np.flatnonzero(self.mask)
+            ks = self.mask.nonzero()[0]
             es = self.cell_e[ks]
-            last = np.flatnonzero(np.append(es[1:] != es[:-1], True)) if ks.size else ks
+            last = np.concatenate((es[1:] != es[:-1], [True])).nonzero()[0] if ks.size else ks
             self._runs = es[last], self.cell_t[ks[last]]
         return self._runs
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -461,8 +461,7 @@ def dropped_entity_sets(index: EpisodeIndex, program: Program) -> list[int] | No
     entity sets), where the query allows it (``answer_entities``); else None. Another set means another
     structured answer: a sound shortcut past the exact evaluation, never a substitute for it (equal sets
     are evaluated)."""
-    spec_ids = index.spec_ids()
-    used = [spec_ids.get(spec_key(f)) for f in program.filters]
+    used = index.positions(program.filters)
     if any(i is None for i in used):
         return None
     entities = answer_entities(index, program.query, any(index.lists.ambiguous[i] for i in used))
@@ -493,8 +492,7 @@ def too_many_by_preview(
 
 
 def index_ambiguous(index: EpisodeIndex, program: Program) -> bool:
-    spec_ids = index.spec_ids()
-    return any(index.lists.ambiguous[spec_ids[spec_key(f)]] for f in program.filters)
+    return any(index.lists.ambiguous[i] for i in index.positions(program.filters))
 
 
 def answer_entities(index: EpisodeIndex, q: QuerySpec, ambiguous: bool):
@@ -546,7 +544,7 @@ class Accepted:
     program: Program
     groups: list[RawGroup]
 
-    @property
+    @cached_property
     def ambiguous(self) -> bool:
         return any(g.anchor >= 0 for g in self.groups)
 
