@@ -133,13 +133,22 @@ def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> Answe
         predicate = filter_text(program.filters[g.filter_index], anchor)
     else:
         predicate = " AND ".join(filter_text(f) for f in program.filters)
-    ids, types, captions = entity_labels(ctx)
-    positions = ctx.position[g.last_t, g.entities].tolist()  # one gather; Python floats, rounded below
-    items = tuple(
-        ResultItem(entity=ids[e], type=types[e], position=(round(x, 2), round(y, 2), round(z, 2)), caption=captions[e])
-        for e, (x, y, z) in zip(g.entities.tolist(), positions)
-    )
-    return AnswerGroup(predicate=predicate, anchor=anchor, result=items, value=g.value)
+    return AnswerGroup(predicate=predicate, anchor=anchor, result=result_items(ctx, g), value=g.value)
+
+
+def result_items(ctx: EpisodeContext, g: RawGroup) -> tuple[ResultItem, ...]:
+    """The group's entities where they are reported, as ResultItems (memoised per entity and step: the same
+    observation is reported by many questions of an episode; the items are frozen, so they can be shared)."""
+    cache: dict[tuple[int, int], ResultItem] = ctx.memo(("result_items",), dict)
+    keys = list(zip(g.entities.tolist(), g.last_t.tolist()))
+    missing = [k for k in keys if k not in cache]
+    if missing:
+        ids, types, captions = entity_labels(ctx)
+        es, ts = zip(*missing)
+        positions = ctx.position[list(ts), list(es)].tolist()  # one gather; Python floats, rounded below
+        for (e, t), (x, y, z) in zip(missing, positions):
+            cache[(e, t)] = ResultItem(ids[e], types[e], (round(x, 2), round(y, 2), round(z, 2)), captions[e])
+    return tuple(cache[k] for k in keys)
 
 
 def evaluate_context(ctx: EpisodeContext, program: Program) -> list[AnswerGroup]:
