@@ -63,8 +63,23 @@ def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 
 
 def attribute_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: ``attribute_is`` at the cells, without the ``[T, N]`` mask."""
-    return (ctx.attribute(spec.key) == spec.value)[es], False
+    """The sampler's shortcut: ``attribute_is`` at the cells, without the ``[T, N]`` mask (at ``ctx.cells``:
+    one comparison of value codes)."""
+    if es is not ctx.cells[1]:
+        return (ctx.attribute(spec.key) == spec.value)[es], False
+    codes, by_value = attribute_codes_at_cells(ctx, spec.key)
+    return codes == by_value.get(spec.value, -1), False
+
+
+def attribute_codes_at_cells(ctx: EpisodeContext, key: str) -> tuple[np.ndarray, dict]:
+    """Per cell of ``ctx.cells``: a code of its entity's attribute value, and the codes by value (memoised)."""
+
+    def compute() -> tuple[np.ndarray, dict]:
+        by_value: dict = {}
+        codes = np.array([by_value.setdefault(v, len(by_value)) for v in ctx.attribute(key).tolist()], dtype=np.int64)
+        return codes[ctx.cells[1]], by_value
+
+    return ctx.memo(("attribute_codes_at_cells", key), compute)
 
 
 register_filter("property", ("color", "material"), property_values, slot="pre", at_cells=attribute_at_cells)(
@@ -88,9 +103,14 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
 
 
 def state_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: ``state_is`` at the cells."""
-    flag = ctx.flag(spec.key)[ts, es]
-    return (flag if spec.value == "true" else ~flag) & state_capable(ctx, spec.key)[es], False
+    """The sampler's shortcut: ``state_is`` at the cells (both values of a key read one gather)."""
+    if ts is ctx.cells[0] and es is ctx.cells[1]:
+        flag, capable = ctx.memo(
+            ("state_at_cells", spec.key), lambda: (ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es])
+        )
+    else:
+        flag, capable = ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es]
+    return (flag if spec.value == "true" else ~flag) & capable, False
 
 
 @register_filter(
@@ -223,20 +243,31 @@ def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) 
     and how many instances it has; one ``reduceat`` per key instead of one gather per filter value."""
 
     def compute() -> tuple[dict, dict]:
-        types = ctx.types[np.flatnonzero(ctx.observed)]
-        order = np.argsort(types.astype(str), kind="stable")
-        ordered = types[order].tolist()
-        starts = [i for i in range(len(ordered)) if i == 0 or ordered[i] != ordered[i - 1]]
+        order, starts, names, counts = observed_type_groups(ctx)
         if not starts:
             return {}, {}
         # OR over each type's rows on packed bits: logical_or.reduceat on bools is several times slower
         packed = np.bitwise_or.reduceat(np.packbits(table[key][order], axis=1), starts, axis=0)
         unions = np.unpackbits(packed, axis=1, count=table[key].shape[1]).astype(bool)
-        ends = [*starts[1:], len(ordered)]
-        names = [ordered[i] for i in starts]
-        return dict(zip(names, unions)), {t: b - a for t, a, b in zip(names, starts, ends)}
+        return dict(zip(names, unions)), counts
 
     return ctx.memo(("unions_by_type", id(table), key), compute)
+
+
+def observed_type_groups(ctx: EpisodeContext) -> tuple[np.ndarray, list[int], list[str], dict[str, int]]:
+    """The observed entities grouped by type (the rows of the relation tables): their order sorted by type
+    name, where each type's run starts, the type names and their numbers of instances (memoised)."""
+
+    def compute() -> tuple[np.ndarray, list[int], list[str], dict[str, int]]:
+        types = ctx.types[np.flatnonzero(ctx.observed)]
+        order = np.argsort(types.astype(str), kind="stable")
+        ordered = types[order].tolist()
+        starts = [i for i in range(len(ordered)) if i == 0 or ordered[i] != ordered[i - 1]]
+        ends = [*starts[1:], len(ordered)]
+        names = [ordered[i] for i in starts]
+        return order, starts, names, {t: b - a for t, a, b in zip(names, starts, ends)}
+
+    return ctx.memo(("observed_type_groups",), compute)
 
 
 def relation_anchors_at_cells(ctx: EpisodeContext, table: dict[str, np.ndarray], spec: FilterSpec):
