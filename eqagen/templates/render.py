@@ -79,6 +79,15 @@ def render(template: jinja2.Template, **variables: Any) -> str:
         return template.environment.handle_exception()
 
 
+class Words(dict):
+    """A dict of words that templates read as attributes (``np.the``) as well as items (``np["the"]``): as
+    instance attributes, jinja2 finds them without first raising (and catching) an AttributeError."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.__dict__.update(self)
+
+
 def question_template(name: str) -> jinja2.Template:
     qdef = REGISTRY.query(name)
     if qdef.template is not None:
@@ -139,7 +148,7 @@ def _macro_phrase(macro: Any, spec: FilterSpec, parts: dict[str, Any]) -> str:
     if hit is None:
         if len(_MACRO_PHRASES) >= MAX_CACHED_PHRASES:
             _MACRO_PHRASES.clear()
-        hit = _MACRO_PHRASES[key] = str(macro(spec, parts)).strip()
+        hit = _MACRO_PHRASES[key] = str(macro(spec, Words(parts))).strip()
     return hit
 
 
@@ -187,7 +196,7 @@ def render_question(ctx: EpisodeContext, program: Program, anchors: dict[int, tu
 def _question_text(template: jinja2.Template, name: str, arg: str, args: tuple, np: tuple, when: str) -> str:
     """The rendered question, cached: the same query and phrases recur across episodes (the text depends on
     nothing else), and rendering a jinja2 template costs more than building its inputs."""
-    return _render_question(template, QuerySpec(name, arg, dict(args)), dict(np), when)
+    return _render_question(template, QuerySpec(name, arg, dict(args)), Words(np), when)
 
 
 def _render_question(template: jinja2.Template, q: QuerySpec, np: dict[str, str], when: str) -> str:
@@ -276,5 +285,5 @@ def render_answer(
 
 @lru_cache(maxsize=32768)
 def _answer_text(rows: tuple[tuple[str, str], ...]) -> str:
-    text = render(file_template("answer.j2"), groups=[{"phrase": p, "value": v} for p, v in rows])
+    text = render(file_template("answer.j2"), groups=[Words(phrase=p, value=v) for p, v in rows])
     return " ".join(text.split())
