@@ -284,11 +284,14 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
     missing = [j for j in idx if j not in first]
     if missing:
         cells = view.cells
-        whole = pv.summary(cells)
-        for j in missing:
-            kept = cells & rows[j]
-            after = pv.summary(kept)
-            first[j] = (pv.differs(whole, after), kept.bit_count(), pv.size(after))
+        if pv.events or (pv.planes is None and pv.reported is None):
+            _first_by_sets(pv, cells, rows, missing, first)
+        else:
+            whole = pv.summary(cells)
+            for j in missing:
+                kept = cells & rows[j]
+                after = pv.summary(kept)
+                first[j] = (pv.differs(whole, after), kept.bit_count(), pv.size(after))
     ok, n_kept, n_entities = [], [], []
     for j in idx:
         hit = first[j]
@@ -297,6 +300,23 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
             n_kept.append(hit[1])
             n_entities.append(hit[2])
     return ok, n_kept, n_entities
+
+
+def _first_by_sets(pv: Previewer, cells: int, rows: list[int], missing: list[int], first: dict) -> None:
+    """``_first_filters``' memo entries where the preview is a set, inlined like ``_effective_by_sets``:
+    counting events, a spec narrows when it drops a cell; otherwise when it drops an entity."""
+    if pv.events:
+        for j in missing:
+            kept = cells & rows[j]
+            n = kept.bit_count()
+            first[j] = (kept != cells, n, n)
+        return
+    fill, guards = pv.fill, pv.guards
+    whole = (cells + fill) & guards
+    for j in missing:
+        kept = cells & rows[j]
+        after = (kept + fill) & guards
+        first[j] = (after != whole, kept.bit_count(), after.bit_count())
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
