@@ -50,11 +50,16 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
     hit = _SHARES.get(key)
     if hit is None or hit[0] != target:  # a snapshot guards against a dict changed in place or an id reused
         hit = _SHARES[key] = (dict(target), _target_shares(key[0], tuple(target.items())))
+    return pick_by_shares(options, hit[1], counts, rng)
+
+
+def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Counter, rng: np.random.Generator):
+    """``pick_by_deficit`` given the options' ``_target_shares``."""
     get = counts.get
     used = [get(o, 0) for o in options]
     n = sum(used) + 1.0
     deficit = []
-    for c, (share, floor) in zip(used, hit[1]):
+    for c, (share, floor) in zip(used, shares):
         d = share * n - c
         deficit.append((d if d > 0.0 else 0.0) + floor)
     r = rng.random() * sum(deficit)
@@ -63,6 +68,16 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
         if r < 0:
             return option
     return options[-1]
+
+
+def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Counter, rng: np.random.Generator):
+    """``pick_by_deficit`` with the target shares memoised per episode (the config does not change while an
+    episode is sampled)."""
+    key = ("shares", options, id(target))
+    shares = index._memo.get(key)
+    if shares is None:
+        shares = index._memo[key] = _target_shares(options, tuple(target.items()))
+    return pick_by_shares(options, shares, counts, rng)
 
 
 _SHARES: dict[tuple, tuple[dict, tuple[tuple[float, float], ...]]] = {}
@@ -97,21 +112,30 @@ class MixState:
 # -- proposals -------------------------------------------------------------------------------------------
 def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> QuerySpec:
     names, events, objects = query_options(index)
-    name = pick_by_deficit(names, config.query_mix, mix.queries, rng)
+    name = episode_pick(index, names, config.query_mix, mix.queries, rng)
     specs = index.queries[name]
     if name == "count":
         specs = events if events and (not objects or rng.random() < config.event_count_share) else objects
     return specs[int(rng.integers(0, len(specs)))]
 
 
-def query_options(index: EpisodeIndex) -> tuple[list[str], list[QuerySpec], list[QuerySpec]]:
+def query_options(index: EpisodeIndex) -> tuple[tuple[str, ...], list[QuerySpec], list[QuerySpec]]:
     """The query names (sorted), and the count specs that count events and those that do not (memoised)."""
     hit = index._memo.get(("query_options",))
     if hit is None:
         counts = index.queries.get("count", [])
         events = [q for q in counts if q.arg == "events"]
         objects = [q for q in counts if q.arg != "events"]
-        hit = index._memo[("query_options",)] = sorted(index.queries), events, objects
+        hit = index._memo[("query_options",)] = tuple(sorted(index.queries)), events, objects
+    return hit
+
+
+def n_filter_options(index: EpisodeIndex, config: QuestionConfig) -> tuple[int, ...]:
+    """The numbers of filters the config's mix names, sorted (memoised per episode)."""
+    key = ("n_filter_options", id(config.n_filters_mix))
+    hit = index._memo.get(key)
+    if hit is None:
+        hit = index._memo[key] = tuple(sorted(config.n_filters_mix))
     return hit
 
 
@@ -347,7 +371,7 @@ def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> in
     if any(common) and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
         rows = [r for r, c in zip(rows, common) if c]
     present = [index.families[f] for f in sorted({fam[r[0]] for r in rows})]
-    family = index.families.index(pick_by_deficit(present, config.family_mix, mix.families, rng))
+    family = index.families.index(episode_pick(index, tuple(present), config.family_mix, mix.families, rng))
     rows = [r for r in rows if fam[r[0]] == family]
     best = [r for r in rows if amb[r[0]] == prefer] or rows
     limit = answer_limit(q, config)
@@ -401,16 +425,26 @@ def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> 
     seed = choose_seed(index, q, config, rng)
     if seed < 0:
         return "no_seed"
-    n = int(pick_by_deficit(sorted(config.n_filters_mix), config.n_filters_mix, mix.n_filters, rng))
+    n = int(episode_pick(index, n_filter_options(index, config), config.n_filters_mix, mix.n_filters, rng))
     subject = choose_subject(index, q, seed, n, config, rng)
-    used = build_filters(index, config, with_subject(q, subject), seed, n, mix, rng)
+    asked = subject_query(index, q, subject)
+    used = build_filters(index, config, asked, seed, n, mix, rng)
     if not used and subject is not None:  # nothing narrows this subject: ask about any object instead
-        subject = None
+        asked = q
         used = build_filters(index, config, q, seed, n, mix, rng)
     if not used:
         return "no_satisfiable_filter"
     specs = sorted((index.specs[i] for i in used), key=lambda s: (s.family, s.key, s.value))
-    return Program(tuple(specs), with_subject(q, subject))
+    return Program(tuple(specs), asked)
+
+
+def subject_query(index: EpisodeIndex, q: QuerySpec, subject: str | None) -> QuerySpec:
+    """``with_subject``, memoised per episode (the same query objects and subjects recur)."""
+    key = ("subject_query", id(q), subject)
+    hit = index._memo.get(key)
+    if hit is None or hit[0] is not q:
+        hit = index._memo[key] = (q, with_subject(q, subject))
+    return hit[1]
 
 
 # -- checks ----------------------------------------------------------------------------------------------
