@@ -19,7 +19,7 @@ and an events worker of its own there. Here instead:
 Forking is safe here: the pool is made before the flow starts Prefect's threads, its processes are all
 forked at once by the creating thread, and each worker replaces its standard streams (a progress bar's
 thread may have held their locks at that instant). A worker dies with the run (``PR_SET_PDEATHSIG``),
-ignores Ctrl-C (the run stops the pool), and takes SIGTERM's default action.
+ignores Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ def active_pool() -> BatchPool | None:
 
 
 def _init_worker(parent_pid: int) -> None:
+    # Ctrl-C is the run's to handle (it stops the pool). The worker was forked with SIGINT blocked, so one
+    # that arrived before this point is pending: ignoring it first, then unblocking, discards it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle; it stops the pool
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the run's handler would turn it into a failed job
     sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stderr = os.fdopen(os.dup(2), "w", buffering=1)
@@ -67,10 +70,19 @@ class BatchPool:
         for stream in (sys.stdout, sys.stderr):  # else a child could write the parent's buffered text again
             with contextlib.suppress(Exception):
                 stream.flush()
-        self.executor = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("fork"), initializer=_init_worker, initargs=(os.getpid(),)
-        )
-        self.executor.submit(os.getpid)  # the first submission forks every worker, here in this thread
+        # SIGINT blocked while forking: a worker must not die of a Ctrl-C that arrives before its initializer
+        # ignores it (blocked here, a signal for the run waits until the mask is restored)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.executor = ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_init_worker,
+                initargs=(os.getpid(),),
+            )
+            self.executor.submit(os.getpid)  # the first submission forks every worker, here in this thread
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     @property
     def early_batches(self) -> list[str]:
