@@ -418,12 +418,14 @@ def relative_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
         cell_of = np.full((ctx.T, ctx.N), -1)
         cell_of[ts, es] = np.arange(ts.size)
         row = np.full(ctx.N, -1)
-        row[np.flatnonzero(ctx.observed)] = np.arange(int(ctx.observed.sum()))
+        n_observed = int(ctx.observed.sum())
+        row[np.flatnonzero(ctx.observed)] = np.arange(n_observed)
+        flat = row[a] * ts.size + cell_of[t, e]  # every pair's place in a table, computed once for the keys
         out = {}
         for key, hit in hits.items():
-            table = np.zeros((int(ctx.observed.sum()), ts.size), dtype=bool)
-            table[row[a[hit]], cell_of[t[hit], e[hit]]] = True
-            out[key] = table
+            table = np.zeros(n_observed * ts.size, dtype=bool)
+            table[flat[hit]] = True
+            out[key] = table.reshape(n_observed, ts.size)
         return out
 
     return ctx.memo(("relative_at_cells",), compute)
