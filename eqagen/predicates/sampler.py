@@ -567,7 +567,8 @@ def answer_entities(index: EpisodeIndex, q: QuerySpec, ambiguous: bool):
 
 
 def check(ctx, program, config, extra_forbidden, seen, index=None, signature=None) -> list[RawGroup] | str:
-    """The program's answer groups if it is accepted, else the rejection reason."""
+    """The program's answer groups if it is accepted, else the rejection reason. ``seen`` holds the
+    accepted programs' ``signature`` (default ``Program.signature``; the sampler passes ``program_key``)."""
     if (signature or program.signature()) in seen:
         return "duplicate"
     if forbidden(program, extra_forbidden, ctx.memo(("forbidden_pairs", id(extra_forbidden)), dict)):
@@ -589,6 +590,22 @@ def check(ctx, program, config, extra_forbidden, seen, index=None, signature=Non
     if ineffective_filter(ctx, program, groups, index, entity_sets) >= 0:
         return "ineffective_filter"
     return groups
+
+
+def program_key(index: EpisodeIndex, program: Program) -> tuple | str:
+    """What the duplicate check compares within an episode: the query's content and the filters' positions
+    among the index's specs (distinct specs, so equal keys mean equal signatures), cheaper than
+    ``Program.signature``; the signature where a filter is not the index's."""
+    positions = index.positions(program.filters)
+    if any(i is None for i in positions):
+        return program.signature()
+    q = program.query
+    key = (q.name, q.arg, tuple(sorted(q.args.items())), tuple(sorted(positions)))
+    try:
+        hash(key)
+    except TypeError:  # a query arg that is not hashable
+        return program.signature()
+    return key
 
 
 @dataclass(frozen=True)
@@ -639,7 +656,7 @@ def sample_programs(
         if mix.records >= config.questions_per_episode or attempt - last_accepted > config.max_stalled_attempts:
             break
         program = propose(index, config, mix, rng)
-        signature = "" if isinstance(program, str) else program.signature()
+        signature = "" if isinstance(program, str) else program_key(index, program)
         verdict = program if isinstance(program, str) else check(ctx, program, config, extra, seen, index, signature)
         if isinstance(verdict, str):
             rejections[verdict] += 1
