@@ -141,10 +141,15 @@ class EpisodeContext:
         return self.memo(("cells",), compute)
 
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
-        """Where an anchor is named: its position when the agent first saw it, rounded to centimetres."""
-        t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
-        x, y, z = self.position[t, entity]
-        return (round(float(x), 2), round(float(y), 2), round(float(z), 2))
+        """Where an anchor is named: its position when the agent first saw it, rounded to centimetres
+        (memoised per entity)."""
+        cache = self.memo(("anchor_positions",), dict)
+        hit = cache.get(entity)
+        if hit is None:
+            t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
+            x, y, z = self.position[t, entity]
+            hit = cache[entity] = (round(float(x), 2), round(float(y), 2), round(float(z), 2))
+        return hit
 
     # -- filter selections ------------------------------------------------------------------------
     def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:

@@ -178,13 +178,27 @@ def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[list[int], list[int],
         ks, starts = index.seed_cells(q)
         names = index.ctx.types[index.cell_e[ks[starts]]].tolist() if starts.size else []
         shares = shared_vocabulary(index.ctx)
-        ranked = sorted((priority(type_text(t), shares), t) for t in set(names))
+        ranked = sorted((type_priority(t, shares), t) for t in set(names))
         code = {t: i for i, (_, t) in enumerate(ranked)}
         runs: dict[int, list[int]] = {}
         for j, t in enumerate(names):
             runs.setdefault(code[t], []).append(j)
         index._memo[key] = ks.tolist(), starts.tolist(), runs, [0] * len(ranked)
     return index._memo[key]
+
+
+def type_priority(type_name: str, shares: dict[str, float]) -> float:
+    """``priority`` of a type's text, memoised per vocabulary table (held, so its id is not reused)."""
+    memo = _TYPE_PRIORITIES.get(id(shares))
+    if memo is None or memo[0] is not shares:
+        memo = _TYPE_PRIORITIES[id(shares)] = (shares, {})
+    hit = memo[1].get(type_name)
+    if hit is None:
+        hit = memo[1][type_name] = priority(type_text(type_name), shares)
+    return hit
+
+
+_TYPE_PRIORITIES: dict[int, tuple[dict[str, float], dict[str, float]]] = {}
 
 
 def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: np.random.Generator) -> int:
@@ -485,7 +499,11 @@ def evaluate_cached(ctx: EpisodeContext, program: Program, index: EpisodeIndex |
     With the episode's ``index``, computed on its cells where possible (``cell_answers``: the same groups).
     Raises SeveralAmbiguousFilters like ``evaluate_raw`` (not memoised then)."""
     q = program.query
-    key = ("raw", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(spec_key(f) for f in program.filters))
+    positions = index.positions(program.filters) if index is not None else [None]
+    if None in positions:
+        key = ("raw", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(spec_key(f) for f in program.filters))
+    else:  # the index's specs are distinct: their positions identify them
+        key = ("raw_at", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(positions))
 
     def compute() -> list[RawGroup]:
         groups = evaluate_on_cells(index, program) if index is not None else None
