@@ -62,11 +62,8 @@ def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return _broadcast(ctx.attribute(spec.key) == spec.value, ctx)
 
 
-def attribute_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: ``attribute_is`` at the cells, without the ``[T, N]`` mask (at ``ctx.cells``:
-    one comparison of value codes)."""
-    if es is not ctx.cells[1]:
-        return (ctx.attribute(spec.key) == spec.value)[es], False
+def attribute_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: ``attribute_is`` at ``ctx.cells``, one comparison of value codes."""
     codes, by_value = attribute_codes_at_cells(ctx, spec.key)
     return codes == by_value.get(spec.value, -1), False
 
@@ -102,14 +99,12 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("state", key, vals)
 
 
-def state_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: ``state_is`` at the cells (both values of a key read one gather)."""
-    if ts is ctx.cells[0] and es is ctx.cells[1]:
-        flag, capable = ctx.memo(
-            ("state_at_cells", spec.key), lambda: (ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es])
-        )
-    else:
-        flag, capable = ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es]
+def state_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: ``state_is`` at ``ctx.cells`` (both values of a key read one gather)."""
+    ts, es = ctx.cells
+    flag, capable = ctx.memo(
+        ("state_at_cells", spec.key), lambda: (ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es])
+    )
     return (flag if spec.value == "true" else ~flag) & capable, False
 
 
@@ -228,12 +223,9 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
     return ctx.memo(("vertical_at_cells",), compute)
 
 
-def anchored_at_cells(ctx, table: dict[str, np.ndarray], spec: FilterSpec, ts, es) -> tuple[np.ndarray, bool]:
-    """A relation filter at the cells: the union over its anchors, and whether it is ambiguous. ``table``
-    holds the relations at ``ctx.cells``; other cells are read from the filter's own masks."""
-    if ts is not ctx.cells[0] or es is not ctx.cells[1]:
-        sel = ctx.selection(spec)
-        return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
+def anchored_at_cells(ctx, table: dict[str, np.ndarray], spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """A relation filter at ``ctx.cells``: the union over its anchors, and whether it is ambiguous. ``table``
+    holds the relations at ``ctx.cells``."""
     unions, counts = unions_by_type(ctx, table, spec.key)
     return unions[spec.value], counts[spec.value] >= 2
 
@@ -286,13 +278,10 @@ def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np
     return same_receptacle_rows(ctx, spec)
 
 
-def location_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: location filters reduced to the cells (same rules as the masks)."""
+def location_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: location filters at ``ctx.cells`` (same rules as the masks)."""
     if spec.key in ("above", "under"):
-        return anchored_at_cells(ctx, vertical_at_cells(ctx), spec, ts, es)
-    if ts is not ctx.cells[0] or es is not ctx.cells[1]:
-        sel = ctx.selection(spec)
-        return sel.masks.reshape(len(sel), ctx.T * ctx.N)[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
+        return anchored_at_cells(ctx, vertical_at_cells(ctx), spec)
     if spec.key in ("on", "inside"):
         codes, by_name = receptacle_codes_at_cells(ctx)
         return codes == by_name.get(spec.value, -2), ctx.instances(spec.value).size >= 2
@@ -449,11 +438,11 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     return Anchored(ctx.instances(spec.value), relative_relations(ctx, spec.value, spec.key))
 
 
-def position_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: position filters reduced to the cells (same rules as the masks)."""
+def position_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: position filters at ``ctx.cells`` (same rules as the masks)."""
     if spec.value == AGENT:
-        return _agent_mask(ctx, spec.key)[ts, es], False
-    return anchored_at_cells(ctx, relative_at_cells(ctx), spec, ts, es)
+        return _agent_mask(ctx, spec.key)[ctx.cells], False
+    return anchored_at_cells(ctx, relative_at_cells(ctx), spec)
 
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
@@ -486,9 +475,9 @@ def moment_window(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return (t >= a) & (t < b)
 
 
-def moment_at_cells(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: the moment's window at the cells' steps."""
-    return moment_window(ctx, spec)[ts], False
+def moment_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """The sampler's shortcut: the moment's window at the steps of ``ctx.cells``."""
+    return moment_window(ctx, spec)[ctx.cells[0]], False
 
 
 @register_filter(

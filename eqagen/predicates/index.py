@@ -192,8 +192,7 @@ class EpisodeIndex:
                 self._memo[key] = shortcut(ctx, spec)
             else:
                 sel = ctx.selection(spec)
-                flat = sel.masks.reshape(len(sel), ctx.T * ctx.N)
-                self._memo[key] = sel.anchors, flat[:, self.flat_cells()]
+                self._memo[key] = sel.anchors, sel.rows_at(self.cell_t, self.cell_e)
         return self._memo[key]
 
     def forbidden_for(self, q: QuerySpec) -> np.ndarray:
@@ -309,15 +308,16 @@ def satisfiable_specs(ctx: EpisodeContext) -> list[FilterSpec]:
     return out
 
 
-def _union_at(ctx: EpisodeContext, spec: FilterSpec, ts: np.ndarray, es: np.ndarray) -> tuple[np.ndarray, bool]:
+def _union_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+    """A spec's selection at ``ctx.cells`` (union over anchors) and whether it is ambiguous: the registry's
+    shortcut where there is one, else read from the filter's masks."""
     shortcut = REGISTRY.filter(spec.family, spec.key).at_cells
     if shortcut is not None:
-        return shortcut(ctx, spec, ts, es)
+        return shortcut(ctx, spec)
     sel = ctx.selection(spec)
     if isinstance(sel, Anchored):
-        flat = sel.masks.reshape(len(sel), ctx.T * ctx.N)  # a view: gathering flat indices is cheaper than [:, ts, es]
-        return flat[:, ts * ctx.N + es].any(axis=0), len(sel) >= 2
-    return sel[ts, es], False
+        return sel.rows_at(*ctx.cells).any(axis=0), len(sel) >= 2
+    return sel[ctx.cells], False
 
 
 def stack_rows(rows: list[np.ndarray], k: int) -> np.ndarray:
@@ -328,7 +328,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     cell_t, cell_e = ctx.cells
     starts = run_starts(cell_e) if cell_e.size else cell_e
     specs = satisfiable_specs(ctx)
-    rows = [_union_at(ctx, s, cell_t, cell_e) for s in specs]
+    rows = [_union_at_cells(ctx, s) for s in specs]
     stacked = stack_rows([r for r, _ in rows], cell_t.size)
     keep = np.flatnonzero(stacked.any(axis=1)).tolist()
     specs = [specs[i] for i in keep]

@@ -51,6 +51,11 @@ class Anchored:
     def union(self) -> np.ndarray:
         return self.masks.any(axis=0)
 
+    def rows_at(self, ts: np.ndarray, es: np.ndarray) -> np.ndarray:
+        """Bool ``[G, K]``: each anchor's mask at the cells ``(ts[k], es[k])``."""
+        flat = self.masks.reshape(len(self), -1)  # a view: gathering flat indices is cheaper than [:, ts, es]
+        return flat[:, ts * self.masks.shape[2] + es]
+
 
 Selection = "np.ndarray | Anchored"
 
@@ -93,7 +98,7 @@ class CellSelection:
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
-AtCellsFn = Callable[["EpisodeContext", FilterSpec, np.ndarray, np.ndarray], tuple[np.ndarray, bool]]
+AtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, bool]]
 AnchorsAtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, np.ndarray]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
 QueryAtCellsFn = Callable[["EpisodeContext", QuerySpec, CellSelection], "Outcome | None"]
@@ -114,7 +119,7 @@ class FilterDef:
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
-    # optional shortcut for the sampler's index: (the selection's union at cells (ts, es), ambiguous?)
+    # optional shortcut for the sampler's index: (the selection's union at ``ctx.cells`` [K], ambiguous?)
     at_cells: AtCellsFn | None = None
     # optional shortcut for the sampler's evaluation: (anchors [G], each anchor's mask at ``ctx.cells`` [G, K])
     anchors_at_cells: AnchorsAtCellsFn | None = None
@@ -233,9 +238,9 @@ def register_filter(
     ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
     jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
-    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``at_cells(ctx, spec, ts, es)`` (optional, for
-    speed) returns what ``fn`` would give, reduced to the cells ``(ts[k], es[k])`` (union over anchors),
-    and whether the spec is ambiguous; it must agree with ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
+    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``at_cells(ctx, spec)`` (optional, for speed)
+    returns what ``fn`` would give at ``ctx.cells`` (``[K]``, union over anchors), and whether the spec
+    is ambiguous; it must agree with ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
     for speed) returns an :class:`Anchored` selection's anchors and each anchor's mask at ``ctx.cells``
     (``[G, K]``), in ``fn``'s anchor order; it must agree with ``fn`` too.
     """

@@ -29,7 +29,7 @@ def test_every_shortcut_agrees_with_its_filter():
         for spec in specs:
             shortcut = REGISTRY.filter(spec.family, spec.key).at_cells
             if shortcut is not None:
-                fast[id(spec)] = shortcut(ctx, spec, ts, es)
+                fast[id(spec)] = shortcut(ctx, spec)
         for spec in specs:
             if id(spec) not in fast:
                 continue
