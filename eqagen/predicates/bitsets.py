@@ -111,10 +111,6 @@ class BitView:
     reported: int | None = None  # cells where an entity's last selected step is reported; None: all
     first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
 
-    def previewed(self) -> tuple[list[int] | None, bool, int | None]:
-        """What a view restricted to fewer cells shares with this one: planes, events, reported."""
-        return self.planes, self.events, self.reported
-
 
 class Previewer:
     """Previews of selections within one view (see the module docstring)."""
@@ -122,6 +118,8 @@ class Previewer:
     def __init__(self, layout: CellLayout, view: BitView):
         self.fill, self.guards, self.low = layout.fill, layout.guards, layout.low
         self.planes, self.events, self.reported = view.planes, view.events, view.reported
+        # a preview that is a set (of event cells, or of entities): what the inlined loops handle
+        self.is_set = view.events or (view.planes is None and view.reported is None)
 
     def present(self, sel: int) -> int:
         """Guard bits of the entities that ``sel`` holds."""

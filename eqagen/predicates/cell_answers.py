@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import Program
-from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, last_steps
+from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters
 from eqagen.predicates.index import EpisodeIndex
-from eqagen.predicates.queries import count
+from eqagen.predicates.queries import count, last_step
 from eqagen.predicates.registry import REGISTRY, CellSelection
 
 
@@ -64,5 +64,5 @@ def _group(index: EpisodeIndex, program: Program, anchor: int, where: int, cells
         out = qdef.fn(ctx, program.query, mask)
         if out is None:
             return None
-        last_t = out.steps if out.steps is not None else last_steps(mask, out.entities)
+        last_t = out.steps if out.steps is not None else last_step(mask, out.entities)
     return RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t)

@@ -15,6 +15,7 @@ import numpy as np
 
 from eqagen.core import AnswerGroup, Episode, FilterSpec, Program, ResultItem
 from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.predicates.queries import last_step
 from eqagen.predicates.registry import REGISTRY, Anchored, QueryDef
 
 
@@ -77,13 +78,9 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
         out = qdef.fn(ctx, program.query, gmask)
         if out is None:
             continue
-        last_t = out.steps if out.steps is not None else last_steps(gmask, out.entities)
+        last_t = out.steps if out.steps is not None else last_step(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
     return groups
-
-
-def last_steps(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
-    return mask.shape[0] - 1 - mask[::-1, entities].argmax(axis=0)
 
 
 def answer_key(groups: list[RawGroup]) -> tuple:

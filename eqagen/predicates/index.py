@@ -9,7 +9,7 @@ that holds at the seed observation and narrows the current selection is a few ar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from eqagen.predicates.bitsets import (
 )
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored
-from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text
+from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, table_memo
 
 
 def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
@@ -51,19 +51,12 @@ def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
     per ordinal and for naming two events ("the second time you opened the drawer" and pairs of events
     recur in fewer scenes)."""
     text = spec_text(spec)
-    key = (text, spec.value, "event2" in spec.args)
-    slot = id(shares) if shares else None
-    memo = _PRIORITIES.get(slot)
-    if memo is None:
-        memo = _PRIORITIES[slot] = (shares, {})
-    hit = memo[1].get(key)
+    key = ("spec", text, spec.value, "event2" in spec.args)
+    memo = table_memo(shares)
+    hit = memo.get(key)
     if hit is None:
-        hit = memo[1][key] = _spec_priority(text, spec.value, key[2], shares)
+        hit = memo[key] = _spec_priority(text, spec.value, key[3], shares)
     return hit
-
-
-# spec_priority per vocabulary table (held, so its id is not reused; an empty table: key None) and spec text
-_PRIORITIES: dict[int | None, tuple[dict[str, float], dict[tuple[str, str, bool], float]]] = {}
 
 
 def _spec_priority(text: str, value: str, two_events: bool, shares: dict[str, float]) -> float:
@@ -239,7 +232,7 @@ class EpisodeIndex:
         if hit is None:
             subject = q.args.get("subject")
             base = self._base_bit_view(q)
-            bits = base if not subject else BitView(base.cells & self.type_bits(subject), *base.previewed())
+            bits = base if not subject else replace(base, cells=base.cells & self.type_bits(subject), first={})
             hit = self._memo[key] = bits, Previewer(self.cell_bits()[0], bits)
         return hit
 

@@ -33,7 +33,7 @@ from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answe
 from eqagen.predicates.index import EpisodeIndex, build_index, shared_vocabulary
 from eqagen.predicates.queries import count, get_location, get_property, get_state, list_objects
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
-from eqagen.predicates.vocabulary import priority, type_text
+from eqagen.predicates.vocabulary import type_priority
 
 # While the grounded share is below target, how often the common values must include an ambiguous one: the
 # common values alone bring the household share to about 23% (target 35%), always keeping one to 33% but
@@ -46,11 +46,7 @@ def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random
     """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
     the target does not name (a world family's own filter family) weighs as much as the average named
     one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
-    key = (tuple(options), id(target))
-    hit = _SHARES.get(key)
-    if hit is None or hit[0] != target:  # a snapshot guards against a dict changed in place or an id reused
-        hit = _SHARES[key] = (dict(target), _target_shares(key[0], tuple(target.items())))
-    return pick_by_shares(options, hit[1], counts, rng)
+    return pick_by_shares(options, _target_shares(tuple(options), tuple(target.items())), counts, rng)
 
 
 def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Counter, rng: np.random.Generator):
@@ -78,9 +74,6 @@ def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Coun
     if shares is None:
         shares = index._memo[key] = _target_shares(options, tuple(target.items()))
     return pick_by_shares(options, shares, counts, rng)
-
-
-_SHARES: dict[tuple, tuple[dict, tuple[tuple[float, float], ...]]] = {}
 
 
 @lru_cache(maxsize=4096)
@@ -187,20 +180,6 @@ def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[list[int], list[int],
     return index._memo[key]
 
 
-def type_priority(type_name: str, shares: dict[str, float]) -> float:
-    """``priority`` of a type's text, memoised per vocabulary table (held, so its id is not reused)."""
-    memo = _TYPE_PRIORITIES.get(id(shares))
-    if memo is None or memo[0] is not shares:
-        memo = _TYPE_PRIORITIES[id(shares)] = (shares, {})
-    hit = memo[1].get(type_name)
-    if hit is None:
-        hit = memo[1][type_name] = priority(type_text(type_name), shares)
-    return hit
-
-
-_TYPE_PRIORITIES: dict[int, tuple[dict[str, float], dict[str, float]]] = {}
-
-
 def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: np.random.Generator) -> int:
     """The cell (one observation, or one event) the question is built around; -1 if there is none.
     A type is drawn first (the least used so far, the most common first, so that scenes ask about the
@@ -255,7 +234,7 @@ def effective_candidates(index: EpisodeIndex, bits: tuple[BitView, Previewer], u
             if j != pos:
                 wide &= rows[i]
         others.append(wide)
-    if pv.events or (pv.planes is None and pv.reported is None):
+    if pv.is_set:
         return _effective_by_sets(pv, rows, current, others, idx)
     ok, n_kept, n_entities = [], [], []
     before = pv.summary(current)
@@ -322,7 +301,7 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
     missing = [j for j in idx if j not in first]
     if missing:
         cells = view.cells
-        if pv.events or (pv.planes is None and pv.reported is None):
+        if pv.is_set:
             _first_by_sets(pv, cells, rows, missing, first)
         else:
             whole = pv.summary(cells)
@@ -595,7 +574,7 @@ def check(ctx, program, config, extra_forbidden, seen, index=None, signature=Non
     if max(families.count(f) for f in families) > config.max_filters_per_family:
         return "family_cap"
     entity_sets = dropped_entity_sets(index, program) if index is not None else None
-    too_many = too_many_by_preview(index, program, config, entity_sets) if index is not None else None
+    too_many = too_many_by_preview(index, program, config, entity_sets)
     if too_many:
         return too_many
     try:
