@@ -67,19 +67,6 @@ def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
 
 
 # -- listObjects ----------------------------------------------------------------------------------------
-@register_query(
-    "listObjects",
-    args=lambda ctx: [QuerySpec("listObjects")],
-    applies=_everything,
-    answer_type="objects",
-    categories=("object recognition", "object"),
-    at_cells=lambda ctx, q, sel: list_objects_at_cells(ctx, q, sel),
-)
-def list_objects(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """The types of the entities seen, sorted, with repeats ("Apple, Cup, Cup")."""
-    return _list_outcome(ctx, seen_entities(mask))
-
-
 def _list_outcome(ctx: EpisodeContext, ents: np.ndarray) -> Outcome | None:
     return Outcome(ents, ", ".join(sorted(ctx.types[ents].tolist()))) if ents.size else None
 
@@ -88,30 +75,23 @@ def list_objects_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelect
     return _list_outcome(ctx, sel.runs()[0])
 
 
+@register_query(
+    "listObjects",
+    args=lambda ctx: [QuerySpec("listObjects")],
+    applies=_everything,
+    answer_type="objects",
+    categories=("object recognition", "object"),
+    at_cells=list_objects_at_cells,
+)
+def list_objects(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The types of the entities seen, sorted, with repeats ("Apple, Cup, Cup")."""
+    return _list_outcome(ctx, seen_entities(mask))
+
+
 # -- count ------------------------------------------------------------------------------------------------
 def count_args(ctx: EpisodeContext) -> list[QuerySpec]:
     kinds = sorted({e.kind for e in ctx.events})
     return [QuerySpec("count", "objects")] + [QuerySpec("count", "events", {"kind": k}) for k in kinds]
-
-
-@register_query(
-    "count",
-    args=count_args,
-    applies=_everything,
-    answer_type="number",
-    categories=("spatial understanding", "counting"),
-    observed=False,
-    at_cells=lambda ctx, q, sel: count_at_cells(ctx, q, sel),
-)
-def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
-    the event's step (what the agent did, seen or not)."""
-    if query.arg == "objects":
-        seen = mask & ctx.data
-        ents = seen_entities(seen)
-        return Outcome(ents, str(ents.size), last_step(seen, ents)) if ents.size else None
-    t, ent = event_arrays(ctx, query.args["kind"])
-    return _events_outcome(t, ent, mask[t, ent])
 
 
 def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome | None:
@@ -141,6 +121,26 @@ def event_cell_indices(ctx: EpisodeContext, kind: str) -> np.ndarray:
     return ctx.memo(("event_cells", kind), compute)
 
 
+@register_query(
+    "count",
+    args=count_args,
+    applies=_everything,
+    answer_type="number",
+    categories=("spatial understanding", "counting"),
+    observed=False,
+    at_cells=count_at_cells,
+)
+def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
+    the event's step (what the agent did, seen or not)."""
+    if query.arg == "objects":
+        seen = mask & ctx.data
+        ents = seen_entities(seen)
+        return Outcome(ents, str(ents.size), last_step(seen, ents)) if ents.size else None
+    t, ent = event_arrays(ctx, query.args["kind"])
+    return _events_outcome(t, ent, mask[t, ent])
+
+
 def event_arrays(ctx: EpisodeContext, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """Steps and entities of the events of one kind (memoised)."""
 
@@ -157,22 +157,6 @@ def state_args(ctx: EpisodeContext) -> list[QuerySpec]:
     return [QuerySpec("getState", f) for f in flags if (state_capable(ctx, f) & ctx.observed).any()]
 
 
-@register_query(
-    "getState",
-    args=state_args,
-    applies=lambda ctx, q: state_capable(ctx, q.arg),
-    answer_type="state",
-    categories=("object state recognition", "state"),
-    max_targets=True,
-    time_value=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
-    at_cells=lambda ctx, q, sel: get_state_at_cells(ctx, q, sel),
-)
-def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """The state of each entity the last time the agent saw it within the selection."""
-    ents = seen_entities(mask)
-    return _state_outcome(ctx, query, ents, last_step(mask, ents)) if ents.size else None
-
-
 def _state_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray, last: np.ndarray) -> Outcome:
     flags = ctx.flag(query.arg)[last, ents]
     return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]), last)
@@ -181,6 +165,22 @@ def _state_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray, last
 def get_state_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
     ents, last = sel.runs()
     return _state_outcome(ctx, query, ents, last) if ents.size else None
+
+
+@register_query(
+    "getState",
+    args=state_args,
+    applies=lambda ctx, q: state_capable(ctx, q.arg),
+    answer_type="state",
+    categories=("object state recognition", "state"),
+    max_targets=True,
+    time_value=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
+    at_cells=get_state_at_cells,
+)
+def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The state of each entity the last time the agent saw it within the selection."""
+    ents = seen_entities(mask)
+    return _state_outcome(ctx, query, ents, last_step(mask, ents)) if ents.size else None
 
 
 # -- getProperty ------------------------------------------------------------------------------------------
@@ -195,6 +195,14 @@ def property_categories(query: QuerySpec) -> tuple[str, str]:
     return ("attribute recognition", "attribute")
 
 
+def _property_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray) -> Outcome | None:
+    return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]])) if ents.size else None
+
+
+def get_property_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
+    return _property_outcome(ctx, query, sel.runs()[0])
+
+
 @register_query(
     "getProperty",
     args=property_args,
@@ -202,18 +210,10 @@ def property_categories(query: QuerySpec) -> tuple[str, str]:
     answer_type=lambda q: q.arg,
     categories=property_categories,
     max_targets=True,
-    at_cells=lambda ctx, q, sel: get_property_at_cells(ctx, q, sel),
+    at_cells=get_property_at_cells,
 )
 def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     return _property_outcome(ctx, query, seen_entities(mask))
-
-
-def _property_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray) -> Outcome | None:
-    return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]])) if ents.size else None
-
-
-def get_property_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    return _property_outcome(ctx, query, sel.runs()[0])
 
 
 def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
@@ -228,25 +228,6 @@ def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
 
 
 # -- getLocation ------------------------------------------------------------------------------------------
-@register_query(
-    "getLocation",
-    args=lambda ctx: [QuerySpec("getLocation")] if (ctx.parent[ctx.data] >= 0).any() else [],
-    applies=_everything,
-    answer_type="location",
-    categories=("object localization", "location"),
-    max_targets=True,
-    time_value=lambda ctx, q: receptacle_type_codes(ctx),
-    seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
-    reports=lambda ctx, q: ctx.parent >= 0,
-    at_cells=lambda ctx, q, sel: get_location_at_cells(ctx, q, sel),
-)
-def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """The receptacle type holding each entity the last time the agent saw it within the selection;
-    entities held by nothing then are left out."""
-    ents = seen_entities(mask)
-    return _location_outcome(ctx, ents, last_step(mask, ents)) if ents.size else None
-
-
 def _location_outcome(ctx: EpisodeContext, ents: np.ndarray, last: np.ndarray) -> Outcome | None:
     parents = ctx.parent[last, ents]
     held = parents >= 0
@@ -258,3 +239,22 @@ def _location_outcome(ctx: EpisodeContext, ents: np.ndarray, last: np.ndarray) -
 def get_location_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
     ents, last = sel.runs()
     return _location_outcome(ctx, ents, last) if ents.size else None
+
+
+@register_query(
+    "getLocation",
+    args=lambda ctx: [QuerySpec("getLocation")] if (ctx.parent[ctx.data] >= 0).any() else [],
+    applies=_everything,
+    answer_type="location",
+    categories=("object localization", "location"),
+    max_targets=True,
+    time_value=lambda ctx, q: receptacle_type_codes(ctx),
+    seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
+    reports=lambda ctx, q: ctx.parent >= 0,
+    at_cells=get_location_at_cells,
+)
+def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
+    """The receptacle type holding each entity the last time the agent saw it within the selection;
+    entities held by nothing then are left out."""
+    ents = seen_entities(mask)
+    return _location_outcome(ctx, ents, last_step(mask, ents)) if ents.size else None
