@@ -66,6 +66,27 @@ def test_cell_answers_equal_the_full_masks_on_sampled_programs_and_their_drops()
     assert compared > 2000 and families >= {"household", "navigation", "blockworld"}, (compared, families)
 
 
+def test_cell_answers_equal_the_full_masks_on_rejected_proposals_too():
+    """The sampler decides rejections (empty, too many, trivial, ineffective) from the cell answers as well."""
+    compared, empty = 0, 0
+    for ep in episodes():
+        cells_ctx, masks_ctx = EpisodeContext(ep), EpisodeContext(ep)
+        index, mix, rng = build_index(cells_ctx), MixState(), derive_rng(5, "questions", ep.episode_id)
+        for _ in range(60):
+            program = propose(index, QuestionConfig(), mix, rng)
+            if isinstance(program, str):
+                continue
+            try:
+                want = evaluate_raw(masks_ctx, program)
+            except SeveralAmbiguousFilters:
+                with pytest.raises(SeveralAmbiguousFilters):
+                    evaluate_on_cells(index, program)
+                continue
+            assert same_groups(evaluate_on_cells(index, program), want), (ep.episode_id, program.signature())
+            compared, empty = compared + 1, empty + (not want)
+    assert compared > 2000 and empty > 0, (compared, empty)
+
+
 def test_two_ambiguous_filters_raise_on_cells_as_on_masks():
     for ep in household_episodes(30):
         ctx = EpisodeContext(ep)
