@@ -83,11 +83,6 @@ def rows_to_ints(rows: np.ndarray, layout: CellLayout) -> list[int]:
     return [int.from_bytes(raw[i * n : (i + 1) * n], "little") for i in range(rows.shape[0])]
 
 
-def cells_to_int(cells: np.ndarray, layout: CellLayout) -> int:
-    """Cell indices (into the index's cells) as one int."""
-    return to_int_positions(layout.bit_of_cell[cells], layout.width)
-
-
 def mask_to_int(mask: np.ndarray, layout: CellLayout) -> int:
     """A bool ``[K]`` mask of the index's cells as one int."""
     return rows_to_ints(mask[None, :], layout)[0] if mask.size else 0

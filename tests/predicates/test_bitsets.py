@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.predicates.bitsets import BitView, Previewer, cell_layout, cells_to_int, rows_to_ints, value_planes
+from eqagen.predicates.bitsets import BitView, Previewer, cell_layout, mask_to_int, rows_to_ints, value_planes
 
 
 def plain_preview(cells: np.ndarray, ents: np.ndarray, codes: np.ndarray | None, events: bool, reported=None):
@@ -52,10 +52,10 @@ def test_previews_match_loops(case):
     starts = np.flatnonzero(np.r_[True, ents[1:] != ents[:-1]])
     layout = cell_layout(ents, starts)
     ints = rows_to_ints(rows, layout)
-    view_int = cells_to_int(np.flatnonzero(view_cells), layout)
+    view_int = mask_to_int(view_cells, layout)
     planes = None if codes is None or events else value_planes(codes, layout)
     reported = None if events else reported
-    reported_int = None if reported is None else cells_to_int(np.flatnonzero(reported), layout)
+    reported_int = None if reported is None else mask_to_int(reported, layout)
     pv = Previewer(layout, BitView(view_int, planes, events, reported_int))
     used_codes = None if planes is None else codes
     for a in range(rows.shape[0]):
