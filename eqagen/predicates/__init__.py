@@ -12,6 +12,7 @@ from eqagen.predicates.evaluator import evaluate
 from eqagen.predicates.registry import (
     REGISTRY,
     Anchored,
+    KeyRows,
     Outcome,
     declare_world_family,
     extend_world_family,
@@ -34,6 +35,7 @@ __all__ = [
     "REGISTRY",
     "Anchored",
     "EpisodeContext",
+    "KeyRows",
     "NamedEvent",
     "Outcome",
     "QuestionConfig",

@@ -16,7 +16,7 @@ import numpy as np
 
 from eqagen.core import FilterSpec
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.registry import Anchored, register_filter
+from eqagen.predicates.registry import Anchored, KeyRows, register_filter
 
 DEFAULTS = {
     "above_radius": 0.6,  # m: horizontal distance within which one thing is above/under another
@@ -51,6 +51,15 @@ def _specs(family: str, key: str, values) -> list[FilterSpec]:
     return [FilterSpec(family, key, str(v)) for v in sorted(set(values))]
 
 
+def key_rows(ctx: EpisodeContext, specs: list[FilterSpec], rows, ambiguous=None) -> KeyRows:
+    """A ``KeyRows`` from the specs' rows (an array or a list of ``[K]`` rows); none ambiguous by default."""
+    k = ctx.cells[0].size
+    if not isinstance(rows, np.ndarray):
+        rows = np.stack(rows) if rows else np.zeros((0, k), dtype=bool)
+    flags = np.zeros(len(specs), dtype=bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
+    return KeyRows(specs, rows.reshape(len(specs), k), flags)
+
+
 # -- property --------------------------------------------------------------------------------------
 def property_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     col = ctx.attribute(key)[ctx.observed]
@@ -62,10 +71,12 @@ def attribute_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return _broadcast(ctx.attribute(spec.key) == spec.value, ctx)
 
 
-def attribute_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: ``attribute_is`` at ``ctx.cells``, one comparison of value codes."""
-    codes, by_value = attribute_codes_at_cells(ctx, spec.key)
-    return codes == by_value.get(spec.value, -1), False
+def attribute_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
+    """The sampler's shortcut: ``attribute_is`` at ``ctx.cells`` for every value, one comparison of codes."""
+    specs = property_values(ctx, key)
+    codes, by_value = attribute_codes_at_cells(ctx, key)
+    wanted = np.array([by_value.get(s.value, -1) for s in specs], dtype=np.int64)
+    return key_rows(ctx, specs, codes[None, :] == wanted[:, None])
 
 
 def attribute_codes_at_cells(ctx: EpisodeContext, key: str) -> tuple[np.ndarray, dict]:
@@ -79,10 +90,12 @@ def attribute_codes_at_cells(ctx: EpisodeContext, key: str) -> tuple[np.ndarray,
     return ctx.memo(("attribute_codes_at_cells", key), compute)
 
 
-register_filter("property", ("color", "material"), property_values, slot="pre", at_cells=attribute_at_cells)(
+register_filter("property", ("color", "material"), property_values, slot="pre", rows_at_cells=attribute_rows_at_cells)(
     attribute_is
 )
-register_filter("property", ("utility",), property_values, slot="post", at_cells=attribute_at_cells)(attribute_is)
+register_filter("property", ("utility",), property_values, slot="post", rows_at_cells=attribute_rows_at_cells)(
+    attribute_is
+)
 
 
 # -- state -------------------------------------------------------------------------------------------
@@ -99,17 +112,20 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     return _specs("state", key, vals)
 
 
-def state_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
+def state_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
     """The sampler's shortcut: ``state_is`` at ``ctx.cells`` (both values of a key read one gather)."""
+    specs = state_values(ctx, key)
     ts, es = ctx.cells
-    flag, capable = ctx.memo(
-        ("state_at_cells", spec.key), lambda: (ctx.flag(spec.key)[ts, es], state_capable(ctx, spec.key)[es])
-    )
-    return (flag if spec.value == "true" else ~flag) & capable, False
+    flag, capable = ctx.flag(key)[ts, es], state_capable(ctx, key)[es]
+    return key_rows(ctx, specs, [(flag if s.value == "true" else ~flag) & capable for s in specs])
 
 
 @register_filter(
-    "state", ("open", "toggled", "broken", "sliced", "filled"), state_values, slot="pre", at_cells=state_at_cells
+    "state",
+    ("open", "toggled", "broken", "sliced", "filled"),
+    state_values,
+    slot="pre",
+    rows_at_cells=state_rows_at_cells,
 )
 def state_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     """Entities in (value "true") or out of (value "false") state ``key`` at each step."""
@@ -223,11 +239,12 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
     return ctx.memo(("vertical_at_cells",), compute)
 
 
-def anchored_at_cells(ctx, table: dict[str, np.ndarray], spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """A relation filter at ``ctx.cells``: the union over its anchors, and whether it is ambiguous. ``table``
-    holds the relations at ``ctx.cells``."""
-    unions, counts = unions_by_type(ctx, table, spec.key)
-    return unions[spec.value], counts[spec.value] >= 2
+def relation_rows(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str, specs: list[FilterSpec]) -> KeyRows:
+    """A relation key's specs at ``ctx.cells``: each the union over its anchors, ambiguous with several
+    anchors (``table`` holds the relations at ``ctx.cells``); the agent's own spec from its mask."""
+    unions, counts = unions_by_type(ctx, table, key)
+    rows = [_agent_mask(ctx, key)[ctx.cells] if s.value == AGENT else unions[s.value] for s in specs]
+    return key_rows(ctx, specs, rows, [s.value != AGENT and counts[s.value] >= 2 for s in specs])
 
 
 def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) -> tuple[dict, dict]:
@@ -278,15 +295,18 @@ def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np
     return same_receptacle_rows(ctx, spec)
 
 
-def location_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: location filters at ``ctx.cells`` (same rules as the masks)."""
-    if spec.key in ("above", "under"):
-        return anchored_at_cells(ctx, vertical_at_cells(ctx), spec)
-    if spec.key in ("on", "inside"):
+def location_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
+    """The sampler's shortcut: one location key's specs at ``ctx.cells`` (same rules as the masks)."""
+    specs = location_values(ctx, key)
+    if key in ("above", "under"):
+        return relation_rows(ctx, vertical_at_cells(ctx), key, specs)
+    if key in ("on", "inside"):
         codes, by_name = receptacle_codes_at_cells(ctx)
-        return codes == by_name.get(spec.value, -2), ctx.instances(spec.value).size >= 2
-    anchors, rows = same_receptacle_rows(ctx, spec)
-    return rows.any(axis=0), anchors.size >= 2
+        wanted = np.array([by_name.get(s.value, -2) for s in specs], dtype=np.int64)
+        ambiguous = [ctx.instances(s.value).size >= 2 for s in specs]
+        return key_rows(ctx, specs, codes[None, :] == wanted[:, None], ambiguous)
+    pairs = [same_receptacle_rows(ctx, s) for s in specs]
+    return key_rows(ctx, specs, [rows.any(axis=0) for _, rows in pairs], [a.size >= 2 for a, _ in pairs])
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -343,7 +363,7 @@ register_filter(
         "above": "above the object",
         "under": "under the object",
     },
-    at_cells=location_at_cells,
+    rows_at_cells=location_rows_at_cells,
     anchors_at_cells=location_anchors_at_cells,
 )(location_filter)
 
@@ -438,11 +458,9 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     return Anchored(ctx.instances(spec.value), relative_relations(ctx, spec.value, spec.key))
 
 
-def position_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: position filters at ``ctx.cells`` (same rules as the masks)."""
-    if spec.value == AGENT:
-        return _agent_mask(ctx, spec.key)[ctx.cells], False
-    return anchored_at_cells(ctx, relative_at_cells(ctx), spec)
+def position_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
+    """The sampler's shortcut: one position key's specs at ``ctx.cells`` (same rules as the masks)."""
+    return relation_rows(ctx, relative_at_cells(ctx), key, position_values(ctx, key))
 
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
@@ -458,7 +476,7 @@ register_filter(
     position_values,
     slot="post",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
-    at_cells=position_at_cells,
+    rows_at_cells=position_rows_at_cells,
     anchors_at_cells=lambda ctx, spec: relation_anchors_at_cells(ctx, relative_at_cells(ctx), spec),
 )(position_filter)
 
@@ -475,13 +493,21 @@ def moment_window(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return (t >= a) & (t < b)
 
 
-def moment_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """The sampler's shortcut: the moment's window at the steps of ``ctx.cells``."""
-    return moment_window(ctx, spec)[ctx.cells[0]], False
+def moment_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
+    """The sampler's shortcut: every moment spec's window at the steps of ``ctx.cells``, from the windows'
+    bounds at once."""
+    specs = list(moment_specs(ctx, key))
+    bounds = np.array([moment_bounds(ctx, s) for s in specs], dtype=np.int64).reshape(-1, 2)
+    ts = ctx.cells[0][None, :]
+    return key_rows(ctx, specs, (ts >= bounds[:, :1]) & (ts < bounds[:, 1:]))
 
 
 @register_filter(
-    "moment", MOMENT_KEYS, lambda ctx, key: list(moment_specs(ctx, key)), slot="when", at_cells=moment_at_cells
+    "moment",
+    MOMENT_KEYS,
+    lambda ctx, key: list(moment_specs(ctx, key)),
+    slot="when",
+    rows_at_cells=moment_rows_at_cells,
 )
 def moment_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return _broadcast(moment_window(ctx, spec)[:, None], ctx)

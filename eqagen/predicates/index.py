@@ -24,7 +24,7 @@ from eqagen.predicates.bitsets import (
     value_planes,
 )
 from eqagen.predicates.context import EpisodeContext, spec_key
-from eqagen.predicates.registry import REGISTRY, Anchored
+from eqagen.predicates.registry import REGISTRY, Anchored, KeyRows
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, table_memo
 
 
@@ -231,8 +231,9 @@ class EpisodeIndex:
         hit = self._memo.get(key)
         if hit is None:
             subject = q.args.get("subject")
-            base = self._base_bit_view(q)
-            bits = base if not subject else replace(base, cells=base.cells & self.type_bits(subject), first={})
+            bits = self._base_bit_view(q)
+            if subject:  # with its own memos of first filters: they narrow other cells
+                bits = replace(bits, cells=bits.cells & self.type_bits(subject), first={}, first_lists={})
             hit = self._memo[key] = bits, Previewer(self.cell_bits()[0], bits)
         return hit
 
@@ -292,52 +293,55 @@ def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
     return out
 
 
-def satisfiable_specs(ctx: EpisodeContext) -> list[FilterSpec]:
+def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
+    """The (family, key) pairs the episode's world family supports, in the registry's order."""
     support = ctx.support
-    out: list[FilterSpec] = []
-    for family in support.filters:
-        for key in support.filter_keys(family):
-            out.extend(REGISTRY.filter(family, key).values(ctx, key))
-    return out
+    return [(family, key) for family in support.filters for key in support.filter_keys(family)]
 
 
-def _union_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndarray, bool]:
-    """A spec's selection at ``ctx.cells`` (union over anchors) and whether it is ambiguous: the registry's
-    shortcut where there is one, else read from the filter's masks."""
-    shortcut = REGISTRY.filter(spec.family, spec.key).at_cells
-    if shortcut is not None:
-        return shortcut(ctx, spec)
-    sel = ctx.selection(spec)
-    if isinstance(sel, Anchored):
-        return sel.rows_at(*ctx.cells).any(axis=0), len(sel) >= 2
-    return sel[ctx.cells], False
-
-
-def stack_rows(rows: list[np.ndarray], k: int) -> np.ndarray:
-    return np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, k), dtype=bool)
+def key_rows_at_cells(ctx: EpisodeContext, family: str, key: str) -> KeyRows:
+    """One key's satisfiable specs with their rows at ``ctx.cells`` (union over anchors) and ambiguity: the
+    registry's bulk shortcut where there is one, else each spec's selection read from its masks."""
+    fdef = REGISTRY.filter(family, key)
+    if fdef.rows_at_cells is not None:
+        return fdef.rows_at_cells(ctx, key)
+    specs = list(fdef.values(ctx, key))
+    ts, es = ctx.cells
+    rows, ambiguous = [], []
+    for spec in specs:
+        sel = ctx.selection(spec)
+        anchored = isinstance(sel, Anchored)
+        rows.append(sel.rows_at(ts, es).any(axis=0) if anchored else np.asarray(sel)[ts, es])
+        ambiguous.append(anchored and len(sel) >= 2)
+    stacked = np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, ts.size), dtype=bool)
+    return KeyRows(specs, stacked, np.array(ambiguous, dtype=bool))
 
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     cell_t, cell_e = ctx.cells
     starts = run_starts(cell_e) if cell_e.size else cell_e
-    specs = satisfiable_specs(ctx)
-    rows = [_union_at_cells(ctx, s) for s in specs]
-    stacked = stack_rows([r for r, _ in rows], cell_t.size)
-    keep = np.flatnonzero(stacked.any(axis=1)).tolist()
-    specs = [specs[i] for i in keep]
-    families = sorted({s.family for s in specs})
+    pairs = filter_keys(ctx)
+    parts = [key_rows_at_cells(ctx, family, key) for family, key in pairs]
+    specs_all = [s for p in parts for s in p.specs]
+    holds = np.concatenate([p.rows for p in parts]) if parts else np.zeros((0, cell_t.size), dtype=bool)
+    keep = np.flatnonzero(holds.any(axis=1))
+    part_of = np.repeat(np.arange(len(parts)), [len(p.specs) for p in parts])[keep]
+    specs = [specs_all[i] for i in keep.tolist()]
+    kept_pairs = sorted({pairs[i] for i in set(part_of.tolist())})
+    families = sorted({f for f, _ in kept_pairs})
+    pair_code = np.array([kept_pairs.index(p) if p in kept_pairs else -1 for p in pairs], dtype=np.int64)
+    family_code = np.array([families.index(f) if f in families else -1 for f, _ in pairs], dtype=np.int64)
     shares = shared_vocabulary(ctx)
-    keys = sorted({(s.family, s.key) for s in specs})
     return EpisodeIndex(
         ctx=ctx,
         queries=satisfiable_queries(ctx),
         specs=specs,
         families=families,
-        family_of=np.array([families.index(s.family) for s in specs], dtype=np.int64),
-        key_id=np.array([keys.index((s.family, s.key)) for s in specs], dtype=np.int64),
-        keys=keys,
-        holds=stacked[keep],
-        ambiguous=np.array([rows[i][1] for i in keep], dtype=bool),
+        family_of=family_code[part_of],
+        key_id=pair_code[part_of],
+        keys=kept_pairs,
+        holds=holds[keep],
+        ambiguous=np.concatenate([p.ambiguous for p in parts])[keep] if parts else np.zeros(0, dtype=bool),
         priority=np.array([spec_priority(s, shares) for s in specs], dtype=np.float64),
         cell_t=cell_t,
         cell_e=cell_e,

@@ -98,7 +98,7 @@ class CellSelection:
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
-AtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, bool]]
+RowsAtCellsFn = Callable[["EpisodeContext", str], "KeyRows"]
 AnchorsAtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, np.ndarray]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
 QueryAtCellsFn = Callable[["EpisodeContext", QuerySpec, CellSelection], "Outcome | None"]
@@ -106,6 +106,16 @@ QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 CategoryFn = Callable[[QuerySpec], tuple[str, str]]
 SeedsFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
+
+
+@dataclass(frozen=True)
+class KeyRows:
+    """One filter key's satisfiable specs in an episode (as its ``values`` lists them, in that order), each
+    one's selection at ``ctx.cells`` (union over anchors), and which are ambiguous (several anchors)."""
+
+    specs: list[FilterSpec]
+    rows: np.ndarray  # bool [S, K]
+    ambiguous: np.ndarray  # bool [S]
 
 
 @dataclass(frozen=True)
@@ -119,8 +129,8 @@ class FilterDef:
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
-    # optional shortcut for the sampler's index: (the selection's union at ``ctx.cells`` [K], ambiguous?)
-    at_cells: AtCellsFn | None = None
+    # optional shortcut for the sampler's index: a key's specs and their rows at ``ctx.cells``, in bulk
+    rows_at_cells: RowsAtCellsFn | None = None
     # optional shortcut for the sampler's evaluation: (anchors [G], each anchor's mask at ``ctx.cells`` [G, K])
     anchors_at_cells: AnchorsAtCellsFn | None = None
 
@@ -228,7 +238,7 @@ def register_filter(
     slot: str = "post",
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
-    at_cells: AtCellsFn | None = None,
+    rows_at_cells: RowsAtCellsFn | None = None,
     anchors_at_cells: AnchorsAtCellsFn | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
@@ -238,9 +248,10 @@ def register_filter(
     ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
     jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
-    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``at_cells(ctx, spec)`` (optional, for speed)
-    returns what ``fn`` would give at ``ctx.cells`` (``[K]``, union over anchors), and whether the spec
-    is ambiguous; it must agree with ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
+    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``rows_at_cells(ctx, key)`` (optional, for
+    speed) returns a :class:`KeyRows`: the key's specs as ``values`` lists them, what ``fn`` gives for each
+    at ``ctx.cells`` (``[S, K]``, union over anchors) and which are ambiguous, computed for the whole key
+    at once; it must agree with ``values`` and ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
     for speed) returns an :class:`Anchored` selection's anchors and each anchor's mask at ``ctx.cells``
     (``[G, K]``), in ``fn``'s anchor order; it must agree with ``fn`` too.
     """
@@ -257,7 +268,7 @@ def register_filter(
                 slot=slot,
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
-                at_cells=at_cells,
+                rows_at_cells=rows_at_cells,
                 anchors_at_cells=anchors_at_cells,
             )
         return fn
