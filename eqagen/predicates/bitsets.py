@@ -105,6 +105,7 @@ class BitView:
     events: bool  # counting events: a preview is the number of cells
     reported: int | None = None  # cells where an entity's last selected step is reported; None: all
     first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
+    first_lists: dict[int, tuple[list[int], tuple]] = field(default_factory=dict)  # id(candidates) -> results
 
 
 class Previewer:

@@ -296,7 +296,11 @@ def _effective_by_sets(pv: Previewer, rows: list[int], current: int, others: lis
 
 
 def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]):
-    """``effective_candidates`` with no filter yet: each spec against the whole view, memoised."""
+    """``effective_candidates`` with no filter yet: each spec against the whole view, memoised per spec, and
+    the lists per candidate list (``holding_at``'s lists recur: one per seed cell and query)."""
+    hit = view.first_lists.get(id(idx))
+    if hit is not None and hit[0] is idx:
+        return hit[1]
     first = view.first
     missing = [j for j in idx if j not in first]
     if missing:
@@ -316,6 +320,7 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
             ok.append(j)
             n_kept.append(hit[1])
             n_entities.append(hit[2])
+    view.first_lists[id(idx)] = (idx, (ok, n_kept, n_entities))
     return ok, n_kept, n_entities
 
 
@@ -420,6 +425,8 @@ def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> 
         return "no_seed"
     n = int(episode_pick(index, n_filter_options(index, config), config.n_filters_mix, mix.n_filters, rng))
     subject = choose_subject(index, q, seed, n, config, rng)
+    if not first_filter_exists(index, q, seed):
+        return "no_satisfiable_filter"
     asked = subject_query(index, q, subject)
     used = build_filters(index, config, asked, seed, n, mix, rng)
     if not used and subject is not None:  # nothing narrows this subject: ask about any object instead
@@ -429,6 +436,13 @@ def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> 
         return "no_satisfiable_filter"
     specs = sorted((index.specs[i] for i in used), key=lambda s: (s.family, s.key, s.value))
     return Program(tuple(specs), asked)
+
+
+def first_filter_exists(index: EpisodeIndex, q: QuerySpec, seed: int) -> bool:
+    """Whether some spec held at the seed narrows the answer of ``q`` without a subject. A subject's view holds
+    whole entities of the view without one, so a spec that leaves the answer preview unchanged there leaves it
+    unchanged for the subject too: without one here, neither build can start (the rejection comes cheaper)."""
+    return bool(effective_candidates(index, index.bit_view(q), [], index.holding_at(seed, q))[0])
 
 
 def subject_query(index: EpisodeIndex, q: QuerySpec, subject: str | None) -> QuerySpec:
