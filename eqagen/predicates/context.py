@@ -88,6 +88,7 @@ class EpisodeContext:
         self._memo: dict[Any, Any] = {}
         self._selections: dict[tuple, np.ndarray | Anchored] = {}
         self._by_object: dict[int, tuple[FilterSpec, np.ndarray | Anchored]] = {}
+        self._per_spec: dict[tuple, tuple[FilterSpec, Any]] = {}
 
     # -- cached derived arrays -------------------------------------------------------------------
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
@@ -95,6 +96,18 @@ class EpisodeContext:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def per_spec(self, kind: str, spec: FilterSpec, extra: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` memoised per spec *object* and ``extra`` (hashable): the sampler's programs hold the
+        index's own spec objects, so the text of a filter is built once per episode without hashing the spec's
+        content. The entry holds the spec, so its id is not reused meanwhile."""
+        key = (kind, id(spec), extra)
+        hit = self._per_spec.get(key)
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        value = compute()
+        self._per_spec[key] = (spec, value)
+        return value
 
     def flag(self, name: str) -> np.ndarray:
         """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""

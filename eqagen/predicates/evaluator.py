@@ -127,9 +127,11 @@ def entity_labels(ctx: EpisodeContext) -> tuple[list[str], list[str], list[str]]
 def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
     anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
     if anchor is not None:
-        predicate = filter_text(program.filters[g.filter_index], anchor)
+        spec = program.filters[g.filter_index]
+        predicate = ctx.per_spec("filter_text", spec, anchor, lambda: filter_text(spec, anchor))
     else:
-        predicate = " AND ".join(filter_text(f) for f in program.filters)
+        texts = [ctx.per_spec("filter_text", f, None, lambda f=f: filter_text(f)) for f in program.filters]
+        predicate = " AND ".join(texts)
     return AnswerGroup(predicate=predicate, anchor=anchor, result=result_items(ctx, g), value=g.value)
 
 

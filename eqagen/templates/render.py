@@ -124,8 +124,7 @@ def phrase_parts(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) ->
 
 def filter_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None = None) -> str:
     """The natural phrase of one filter ("on the countertop (x=.., y=.., z=..)")."""
-    key = ("phrase", spec.family, spec.key, spec.value, tuple(sorted(spec.args.items())), anchor)
-    return ctx.memo(key, lambda: _render_phrase(ctx, spec, anchor))
+    return ctx.per_spec("phrase", spec, anchor, lambda: _render_phrase(ctx, spec, anchor))
 
 
 def _render_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
@@ -227,7 +226,11 @@ def event_name(ctx: EpisodeContext, index: int) -> str:
 
 
 def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
-    """One ``(family:key = value)`` part of the structured question."""
+    """One ``(family:key = value)`` part of the structured question (memoised per spec and anchor)."""
+    return ctx.per_spec("conjunct", spec, anchor, lambda: _conjunct(ctx, spec, anchor))
+
+
+def _conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
     fdef = REGISTRY.filter(spec.family, spec.key)
     where = f" {coords(anchor)}" if anchor is not None else ""
     if spec.family == "moment" and "event" in spec.args:
