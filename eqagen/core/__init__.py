@@ -24,7 +24,7 @@ from eqagen.core.records import (
     QuerySpec,
     ResultItem,
 )
-from eqagen.core.rng import derive_rng, derive_seed, stable_hash, stable_int
+from eqagen.core.rng import Draws, derive_rng, derive_seed, stable_hash, stable_int
 from eqagen.core.timeline import FieldChanges, Timeline, TimelineRecorder
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "AnswerGroup",
     "ConfigError",
     "DataFileError",
+    "Draws",
     "Entities",
     "Episode",
     "EqagenError",

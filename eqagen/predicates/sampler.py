@@ -24,7 +24,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from eqagen.core import Program, QuerySpec
+from eqagen.core import Draws, Program, QuerySpec
 from eqagen.predicates.bitsets import BitView, Previewer
 from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.config import QuestionConfig
@@ -42,14 +42,14 @@ KEEP_AMBIGUOUS = 0.5
 
 
 # -- mixes -----------------------------------------------------------------------------------------------
-def pick_by_deficit(options: list, target: dict, counts: Counter, rng: np.random.Generator):
+def pick_by_deficit(options: list, target: dict, counts: Counter, rng: Draws):
     """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
     the target does not name (a world family's own filter family) weighs as much as the average named
     one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
     return pick_by_shares(options, _target_shares(tuple(options), tuple(target.items())), counts, rng)
 
 
-def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Counter, rng: np.random.Generator):
+def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Counter, rng: Draws):
     """``pick_by_deficit`` given the options' ``_target_shares``."""
     get = counts.get
     used = [get(o, 0) for o in options]
@@ -66,7 +66,7 @@ def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Cou
     return options[-1]
 
 
-def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Counter, rng: np.random.Generator):
+def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Counter, rng: Draws):
     """``pick_by_deficit`` with the target shares memoised per episode (the config does not change while an
     episode is sampled)."""
     key = ("shares", options, id(target))
@@ -103,13 +103,13 @@ class MixState:
 
 
 # -- proposals -------------------------------------------------------------------------------------------
-def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> QuerySpec:
+def choose_query(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng: Draws) -> QuerySpec:
     names, events, objects = query_options(index)
     name = episode_pick(index, names, config.query_mix, mix.queries, rng)
     specs = index.queries[name]
     if name == "count":
         specs = events if events and (not objects or rng.random() < config.event_count_share) else objects
-    return specs[int(rng.integers(0, len(specs)))]
+    return specs[rng.below(len(specs))]
 
 
 def query_options(index: EpisodeIndex) -> tuple[tuple[str, ...], list[QuerySpec], list[QuerySpec]]:
@@ -132,20 +132,20 @@ def n_filter_options(index: EpisodeIndex, config: QuestionConfig) -> tuple[int, 
     return hit
 
 
-def shared_rank(n: int, focus: float, rng: np.random.Generator) -> int:
+def shared_rank(n: int, focus: float, rng: Draws) -> int:
     """A rank among ``n`` options sorted by priority: geometric with parameter ``focus`` (0: uniform), so
     the most shared option is taken most often and the others still occur."""
     if focus <= 0.0 or n == 1:
-        return int(rng.integers(0, n))
-    return (int(rng.geometric(focus)) - 1) % n
+        return rng.below(n)
+    return (rng.geometric(focus) - 1) % n
 
 
-def pick_shared(index: EpisodeIndex, idx: list[int], focus: float, rng: np.random.Generator) -> int:
+def pick_shared(index: EpisodeIndex, idx: list[int], focus: float, rng: Draws) -> int:
     """One of spec indices ``idx``, favouring those the episode has proposed least so far and, among
     those, low priority (values shared by many scenes): every episode goes down the same order."""
     uses = spec_uses(index)
     if focus <= 0.0 or len(idx) == 1:
-        chosen = idx[int(rng.integers(0, len(idx)))]
+        chosen = idx[rng.below(len(idx))]
     else:
         priority = index.lists.priority
         ranked = sorted(idx, key=lambda i: (uses[i], priority[i]))  # stable, like a lexsort
@@ -180,7 +180,7 @@ def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[list[int], list[int],
     return index._memo[key]
 
 
-def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: np.random.Generator) -> int:
+def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: Draws) -> int:
     """The cell (one observation, or one event) the question is built around; -1 if there is none.
     A type is drawn first (the least used so far, the most common first, so that scenes ask about the
     same types), then an entity of it, then one of its cells, so that entities seen often do not dominate.
@@ -192,9 +192,9 @@ def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: 
     code = order[shared_rank(len(uses), config.shared_vocabulary, rng)]
     uses[code] += 1
     entity_runs = runs[code]
-    j = entity_runs[int(rng.integers(0, len(entity_runs)))]
+    j = entity_runs[rng.below(len(entity_runs))]
     hi = starts[j + 1] if j + 1 < len(starts) else len(ks)
-    return ks[int(rng.integers(starts[j], hi))]
+    return ks[starts[j] + rng.below(hi - starts[j])]
 
 
 def with_subject(q: QuerySpec, subject: str | None) -> QuerySpec:
@@ -381,7 +381,9 @@ def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> in
     return pick_shared(index, [r[0] for r in best], config.shared_vocabulary, rng)
 
 
-def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng) -> str | None:
+def choose_subject(
+    index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config: QuestionConfig, rng: Draws
+) -> str | None:
     """The seed entity's type, or None ("objects") for listObjects, for a share of questions, and for
     many filters (which need more entities to narrow)."""
     if q.name == "listObjects" or n >= 3 or rng.random() < config.any_subject_share:
@@ -418,7 +420,7 @@ def build_filters(index, config, q, seed, n, mix, rng) -> list[int]:
     return used
 
 
-def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng) -> Program | str:
+def propose(index: EpisodeIndex, config: QuestionConfig, mix: MixState, rng: Draws) -> Program | str:
     q = choose_query(index, config, mix, rng)
     seed = choose_seed(index, q, config, rng)
     if seed < 0:
@@ -661,12 +663,13 @@ def sample_programs(
         return [], rejections
     extra = [ForbiddenPair(*p) for p in config.forbidden_pairs]
     mix, seen, accepted = MixState(), set(), []
+    draws = Draws(rng)  # the proposals' scalar draws, read from blocks of the episode's generator
     budget = config.questions_per_episode * config.attempts_per_question
     last_accepted = 0
     for attempt in range(budget):
         if mix.records >= config.questions_per_episode or attempt - last_accepted > config.max_stalled_attempts:
             break
-        program = propose(index, config, mix, rng)
+        program = propose(index, config, mix, draws)
         signature = "" if isinstance(program, str) else program_key(index, program)
         verdict = program if isinstance(program, str) else check(ctx, program, config, extra, seen, index, signature)
         if isinstance(verdict, str):

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from eqagen.core import Program, QuerySpec, derive_rng
+from eqagen.core import Draws, Program, QuerySpec, derive_rng
 from eqagen.generators import get_backend
 from eqagen.predicates import REGISTRY, QuestionConfig
 from eqagen.predicates.cell_answers import evaluate_on_cells
@@ -71,7 +71,7 @@ def test_cell_answers_equal_the_full_masks_on_rejected_proposals_too():
     compared, empty = 0, 0
     for ep in episodes():
         cells_ctx, masks_ctx = EpisodeContext(ep), EpisodeContext(ep)
-        index, mix, rng = build_index(cells_ctx), MixState(), derive_rng(5, "questions", ep.episode_id)
+        index, mix, rng = build_index(cells_ctx), MixState(), Draws(derive_rng(5, "questions", ep.episode_id))
         for _ in range(60):
             program = propose(index, QuestionConfig(), mix, rng)
             if isinstance(program, str):
@@ -128,7 +128,7 @@ def test_size_verdicts_by_preview_agree_with_the_evaluated_answer():
     config, decided, exact = QuestionConfig(), Counter(), 0
     for ep in household_episodes(40):
         ctx = EpisodeContext(ep)
-        index, mix, rng = build_index(ctx), MixState(), derive_rng(6, "questions", ep.episode_id)
+        index, mix, rng = build_index(ctx), MixState(), Draws(derive_rng(6, "questions", ep.episode_id))
         for _ in range(100):
             program = propose(index, config, mix, rng)
             if isinstance(program, str):

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from eqagen.core import ConfigError, Program, derive_rng
+from eqagen.core import ConfigError, Draws, Program, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
 from eqagen.predicates.sampler import pick_by_deficit
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
@@ -135,7 +135,7 @@ def test_pipeline_config_validates_the_questions_section():
 
 
 def test_deficit_picking_follows_the_target_mix():
-    rng = derive_rng(0, "mix")
+    rng = Draws(derive_rng(0, "mix"))
     counts: Counter[str] = Counter()
     for _ in range(400):
         counts[pick_by_deficit(["a", "b", "c"], {"a": 0.5, "b": 0.3, "c": 0.2}, counts, rng)] += 1

@@ -65,7 +65,7 @@ def test_the_household_table_matches_what_episodes_can_use():
     assert all(table[t] > 0.5 and shares.get(t, 0.0) >= 0.25 for t in top), {t: (table[t], shares.get(t)) for t in top}
 
 
-def recurring_share(config: QuestionConfig, n: int = 80) -> float:
+def recurring_share(config: QuestionConfig, n: int = 160) -> float:
     """Share of records whose balance key is asked in >= 2 scenes with >= 2 different answers."""
     records = []
     for ep in household_episodes(n):
