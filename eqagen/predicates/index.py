@@ -66,24 +66,26 @@ def _spec_priority(text: str, value: str, two_events: bool, shares: dict[str, fl
     return priority(text, shares) + ordinals + (1.0 if two_events else 0.0)
 
 
-def key_forbidden(family: str, key: str, name: str, arg: str) -> bool:
-    """Whether the registry forbids filter key ``family:key`` with query ``name(arg)``, decided once per
-    combination across episodes (the rules read family, key, query name and arg only); the cache is
-    dropped when the registry's rules change."""
+def keys_forbidden(keys: tuple[tuple[str, str], ...], name: str, arg: str) -> np.ndarray:
+    """Bool ``[len(keys)]``: which filter keys ``(family, key)`` the registry forbids with query ``name(arg)``.
+    The rules read family, key, query name and arg only, so this is decided once per combination across
+    episodes (episodes of a world family have much the same keys); the cache is dropped when the rules change."""
     rules = tuple(REGISTRY.forbidden)
-    if _FORBIDDEN_RULES[0] != rules:
+    if _FORBIDDEN_RULES[0] != rules or len(_FORBIDDEN_KEYS) >= MAX_FORBIDDEN_KEYS:
         _FORBIDDEN_RULES[0] = rules
         _FORBIDDEN_KEYS.clear()
-    hit = _FORBIDDEN_KEYS.get((family, key, name, arg))
+    hit = _FORBIDDEN_KEYS.get((keys, name, arg))
     if hit is None:
-        hit = _FORBIDDEN_KEYS[(family, key, name, arg)] = REGISTRY.is_forbidden(
-            FilterSpec(family, key, ""), QuerySpec(name, arg)
-        )
+        query = QuerySpec(name, arg)
+        hit = np.array([REGISTRY.is_forbidden(FilterSpec(family, key, ""), query) for family, key in keys], dtype=bool)
+        hit.setflags(write=False)  # shared by the episodes that ask
+        _FORBIDDEN_KEYS[(keys, name, arg)] = hit
     return hit
 
 
 _FORBIDDEN_RULES: list[tuple] = [()]
-_FORBIDDEN_KEYS: dict[tuple[str, str, str, str], bool] = {}
+_FORBIDDEN_KEYS: dict[tuple, np.ndarray] = {}
+MAX_FORBIDDEN_KEYS = 4096
 
 
 def counts_events(q: QuerySpec) -> bool:
@@ -193,7 +195,7 @@ class EpisodeIndex:
         key = ("forbidden", q.name, q.arg)
         if key not in self._memo:
             # the rules look at a spec's family and key only: decide once per key
-            per_key = np.array([key_forbidden(f, k, q.name, q.arg) for f, k in self.keys], dtype=bool)
+            per_key = keys_forbidden(tuple(self.keys), q.name, q.arg)
             self._memo[key] = per_key[self.key_id] if per_key.size else np.zeros(0, dtype=bool)
         return self._memo[key]
 
