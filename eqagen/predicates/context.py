@@ -131,6 +131,10 @@ class EpisodeContext:
         """Observed entities of one type (int array): the candidate anchors of a named object."""
         return self.memo(("inst", type_name), lambda: np.flatnonzero(self.of_type(type_name) & self.observed))
 
+    def type_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct type names, sorted, and each entity's index among them (memoised)."""
+        return self.memo(("type_codes",), lambda: np.unique(self.types.astype(str), return_inverse=True))
+
     def observed_types(self) -> list[str]:
         return self.memo(("otypes",), lambda: sorted(set(self.types[self.observed].tolist())))
 

@@ -11,6 +11,7 @@ Thresholds come from ``ctx.params`` (declared per world family), with the defaul
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,7 +49,14 @@ def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
 
 
 def _specs(family: str, key: str, values) -> list[FilterSpec]:
-    return [FilterSpec(family, key, str(v)) for v in sorted(set(values))]
+    return [plain_spec(family, key, str(v)) for v in sorted(set(values))]
+
+
+@lru_cache(maxsize=65536)
+def plain_spec(family: str, key: str, value: str) -> FilterSpec:
+    """A spec without args, one object per content for the process: the same values recur in every episode
+    of a world family, and specs are immutable (nothing writes to their ``args``)."""
+    return FilterSpec(family, key, value)
 
 
 def key_rows(ctx: EpisodeContext, specs: list[FilterSpec], rows, ambiguous=None) -> KeyRows:
@@ -184,7 +192,7 @@ def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str
 
     def compute() -> tuple[np.ndarray, dict[str, int]]:
         ts, es = ctx.cells
-        names, codes = np.unique(ctx.types.astype(str), return_inverse=True)
+        names, codes = ctx.type_codes()
         observed_codes = np.where(ctx.observed, codes, -1)
         return np.append(observed_codes, -1)[ctx.parent[ts, es]], {n: i for i, n in enumerate(names.tolist())}
 

@@ -29,12 +29,28 @@ from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, t
 
 
 def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
-    """Bool ``[T, N]``: the cells of the events (of one kind, or all)."""
-    cells = np.zeros((ctx.T, ctx.N), dtype=bool)
-    for e in ctx.events:
-        if kind is None or e.kind == kind:
-            cells[e.t, e.entity] = True
-    return cells
+    """Bool ``[T, N]``: the cells of the events (of one kind, or all; memoised, read-only)."""
+
+    def compute() -> np.ndarray:
+        cells = np.zeros((ctx.T, ctx.N), dtype=bool)
+        for e in ctx.events:
+            if kind is None or e.kind == kind:
+                cells[e.t, e.entity] = True
+        cells.setflags(write=False)
+        return cells
+
+    return ctx.memo(("event_mask", kind), compute)
+
+
+def applies_to(ctx: EpisodeContext, q: QuerySpec) -> np.ndarray:
+    """Bool ``[N]``: the query's ``applies`` (memoised per query content; the seeds and the view both read it)."""
+    fn = REGISTRY.query(q.name).applies
+    try:
+        key = ("applies", q.name, q.arg, tuple(sorted(q.args.items())))
+        hash(key)
+    except TypeError:  # an unhashable query arg
+        return fn(ctx, q)
+    return ctx.memo(key, lambda: fn(ctx, q))
 
 
 ORDINAL = re.compile(r"#(\d+)")
@@ -203,8 +219,8 @@ class EpisodeIndex:
         """Bool ``[K]``: where the query looks before any filter (its subject's observations or events)."""
         key = ("cells", q.name, q.arg, q.args.get("kind"), q.args.get("subject"))
         if key not in self._memo:
-            ctx, qdef = self.ctx, REGISTRY.query(q.name)
-            cols = qdef.applies(ctx, q)
+            ctx = self.ctx
+            cols = applies_to(ctx, q)
             if q.args.get("subject"):
                 cols = cols & ctx.of_type(q.args["subject"])
             cells = event_cells(ctx, q.args["kind"]) if counts_events(q) else ctx.data
@@ -272,7 +288,7 @@ class EpisodeIndex:
                 cells = event_cells(ctx, q.args["kind"])
             else:
                 cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
-            ok = cells[self.cell_t, self.cell_e] & qdef.applies(ctx, q)[self.cell_e]
+            ok = cells[self.cell_t, self.cell_e] & applies_to(ctx, q)[self.cell_e]
             ks = ok.nonzero()[0]
             es = self.cell_e[ks]
             starts = run_starts(es) if ks.size else ks

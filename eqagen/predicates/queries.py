@@ -220,7 +220,7 @@ def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
     """Int ``[T, N]``: a code of the type of each entity's receptacle (-1: none)."""
 
     def compute() -> np.ndarray:
-        _, codes = np.unique(ctx.types.astype(str), return_inverse=True)
+        _, codes = ctx.type_codes()
         padded = np.append(codes, -1)  # parent -1 indexes the trailing -1
         return padded[ctx.parent]
 
