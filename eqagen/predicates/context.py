@@ -157,6 +157,15 @@ class EpisodeContext:
 
         return self.memo(("cells",), compute)
 
+    def at_cells(self, arr: np.ndarray) -> np.ndarray:
+        """``arr[ts, es]`` at ``self.cells`` for a ``[T, N, ...]`` array: one gather at flat indices where the
+        array is contiguous (numpy's indexing by two index arrays takes several times as long)."""
+        ts, es = self.cells
+        if not arr.flags.c_contiguous:
+            return arr[ts, es]
+        flat = self.memo(("flat_cells",), lambda: ts * self.N + es)
+        return arr.reshape(self.T * self.N, *arr.shape[2:])[flat]
+
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
         """Where an anchor is named: its position when the agent first saw it, rounded to centimetres
         (memoised per entity)."""

@@ -123,8 +123,8 @@ def state_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
 def state_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
     """The sampler's shortcut: ``state_is`` at ``ctx.cells`` (both values of a key read one gather)."""
     specs = state_values(ctx, key)
-    ts, es = ctx.cells
-    flag, capable = ctx.flag(key)[ts, es], state_capable(ctx, key)[es]
+    es = ctx.cells[1]
+    flag, capable = ctx.at_cells(ctx.flag(key)), state_capable(ctx, key)[es]
     return key_rows(ctx, specs, [(flag if s.value == "true" else ~flag) & capable for s in specs])
 
 
@@ -183,7 +183,7 @@ def same_receptacle_rows(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndar
     anchors = _anchors(ctx, spec.value)
     ap = ctx.parent[ts[None, :], anchors[:, None]]  # [G, K] the anchor's receptacle at the cell's step
     ok = (ap >= 0) & ctx.data[ts[None, :], anchors[:, None]] & ctx.of_type(spec.args["receptacle"])[np.maximum(ap, 0)]
-    return anchors, (ctx.parent[ts, es][None, :] == ap) & ok & (es[None, :] != anchors[:, None])
+    return anchors, (ctx.at_cells(ctx.parent)[None, :] == ap) & ok & (es[None, :] != anchors[:, None])
 
 
 def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str, int]]:
@@ -191,10 +191,9 @@ def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str
     or one never seen), and the codes by type name (memoised)."""
 
     def compute() -> tuple[np.ndarray, dict[str, int]]:
-        ts, es = ctx.cells
         names, codes = ctx.type_codes()
         observed_codes = np.where(ctx.observed, codes, -1)
-        return np.append(observed_codes, -1)[ctx.parent[ts, es]], {n: i for i, n in enumerate(names.tolist())}
+        return np.append(observed_codes, -1)[ctx.at_cells(ctx.parent)], {n: i for i, n in enumerate(names.tolist())}
 
     return ctx.memo(("receptacle_codes_at_cells",), compute)
 
@@ -240,8 +239,8 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
         ts, es = ctx.cells
         anchors = np.flatnonzero(ctx.observed)
         at_anchors = ctx.position[:, anchors].take(ts, axis=0)  # [K, A, 3]: one take, not a 2-D gather
-        d = (ctx.position[ts, es][:, None, :] - at_anchors).transpose(1, 0, 2)  # [A, K, 3]
-        parent = ctx.parent[ts, es][None, :] == anchors[:, None]
+        d = (ctx.at_cells(ctx.position)[:, None, :] - at_anchors).transpose(1, 0, 2)  # [A, K, 3]
+        parent = ctx.at_cells(ctx.parent)[None, :] == anchors[:, None]
         return _vertical(ctx, d, parent, es[None, :] == anchors[:, None])
 
     return ctx.memo(("vertical_at_cells",), compute)
@@ -297,9 +296,8 @@ def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np
     if spec.key in ("above", "under"):
         return relation_anchors_at_cells(ctx, vertical_at_cells(ctx), spec)
     if spec.key in ("on", "inside"):
-        ts, es = ctx.cells
         anchors = ctx.instances(spec.value)
-        return anchors, ctx.parent[ts, es][None, :] == anchors[:, None]
+        return anchors, ctx.at_cells(ctx.parent)[None, :] == anchors[:, None]
     return same_receptacle_rows(ctx, spec)
 
 
@@ -350,7 +348,7 @@ def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
         pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
         return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
     ts, es = ctx.cells
-    seen = (vertical_at_cells(ctx)[key] & ctx.data[ts, es][None, :]).any(axis=1)
+    seen = (vertical_at_cells(ctx)[key] & ctx.at_cells(ctx.data)[None, :]).any(axis=1)
     return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
 
 

@@ -224,7 +224,7 @@ class EpisodeIndex:
             if q.args.get("subject"):
                 cols = cols & ctx.of_type(q.args["subject"])
             cells = event_cells(ctx, q.args["kind"]) if counts_events(q) else ctx.data
-            self._memo[key] = cells[self.cell_t, self.cell_e] & cols[self.cell_e]
+            self._memo[key] = ctx.at_cells(cells) & cols[self.cell_e]
         return self._memo[key]
 
     def time_values(self, q: QuerySpec) -> np.ndarray | None:
@@ -232,7 +232,7 @@ class EpisodeIndex:
         key = ("time", q.name, q.arg)
         if key not in self._memo:
             fn = REGISTRY.query(q.name).time_value
-            self._memo[key] = None if fn is None else fn(self.ctx, q)[self.cell_t, self.cell_e]
+            self._memo[key] = None if fn is None else self.ctx.at_cells(fn(self.ctx, q))
         return self._memo[key]
 
     def cell_bits(self) -> tuple[CellLayout, list[int]]:
@@ -266,7 +266,7 @@ class EpisodeIndex:
             planes = value_planes(self.time_values(q), layout) if qdef.time_value is not None and not events else None
             reported = None
             if qdef.reports is not None and not events:
-                reported = mask_to_int(qdef.reports(self.ctx, q)[self.cell_t, self.cell_e], layout)
+                reported = mask_to_int(self.ctx.at_cells(qdef.reports(self.ctx, q)), layout)
             cells = mask_to_int(self.query_cells(anyone), layout)
             hit = self._memo[key] = BitView(cells, planes, events, reported)
         return hit
@@ -288,7 +288,7 @@ class EpisodeIndex:
                 cells = event_cells(ctx, q.args["kind"])
             else:
                 cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
-            ok = cells[self.cell_t, self.cell_e] & applies_to(ctx, q)[self.cell_e]
+            ok = ctx.at_cells(cells) & applies_to(ctx, q)[self.cell_e]
             ks = ok.nonzero()[0]
             es = self.cell_e[ks]
             starts = run_starts(es) if ks.size else ks

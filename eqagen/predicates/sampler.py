@@ -170,14 +170,23 @@ def seed_types(index: EpisodeIndex, q: QuerySpec) -> tuple[list[int], list[int],
     if key not in index._memo:
         ks, starts = index.seed_cells(q)
         names = index.ctx.types[index.cell_e[ks[starts]]].tolist() if starts.size else []
-        shares = shared_vocabulary(index.ctx)
-        ranked = sorted((type_priority(t, shares), t) for t in set(names))
+        priorities = type_priorities(index)
+        ranked = sorted((priorities[t], t) for t in set(names))
         code = {t: i for i, (_, t) in enumerate(ranked)}
         runs: dict[int, list[int]] = {}
         for j, t in enumerate(names):
             runs.setdefault(code[t], []).append(j)
         index._memo[key] = ks.tolist(), starts.tolist(), runs, [0] * len(ranked)
     return index._memo[key]
+
+
+def type_priorities(index: EpisodeIndex) -> dict[str, float]:
+    """``type_priority`` of every type of the episode's entities (memoised per episode)."""
+    hit = index._memo.get(("type_priorities",))
+    if hit is None:
+        shares = shared_vocabulary(index.ctx)
+        hit = index._memo[("type_priorities",)] = {t: type_priority(t, shares) for t in set(index.ctx.types.tolist())}
+    return hit
 
 
 def choose_seed(index: EpisodeIndex, q: QuerySpec, config: QuestionConfig, rng: Draws) -> int:
