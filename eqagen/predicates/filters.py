@@ -330,26 +330,36 @@ LOCATION_FNS = {
 }
 
 
+def held_observations(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The observations of held entities: steps, entities, holders, and whether each holder encloses what it
+    holds (memoised: the four location keys that read receptacles share them)."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        ts, es = np.nonzero(ctx.data)
+        ps = ctx.parent[ts, es]
+        held = ps >= 0
+        ts, es, ps = ts[held], es[held], ps[held]
+        return ts, es, ps, encloses(ctx)[ps]
+
+    return ctx.memo(("held_observations",), compute)
+
+
 def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     """Location specs that hold for some observation, computed over all observations at once."""
-    ts, es = np.nonzero(ctx.data)
-    ps = ctx.parent[ts, es]
-    held = ps >= 0
-    ts, es, ps = ts[held], es[held], ps[held]
+    if key in ("above", "under"):
+        seen = (vertical_at_cells(ctx)[key] & ctx.at_cells(ctx.data)[None, :]).any(axis=1)
+        return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
+    ts, es, ps, enclosing = held_observations(ctx)
     if key in ("on", "inside"):
-        ok = ctx.observed[ps] & (encloses(ctx)[ps] == (key == "inside"))
+        ok = ctx.observed[ps] & (enclosing == (key == "inside"))
         return _specs("location", key, ctx.types[ps[ok]].tolist())
-    if key in ("on_same", "inside_same"):
-        ok = encloses(ctx)[ps] == (key == "inside_same")
-        ts, es, ps = ts[ok], es[ok], ps[ok]
-        slot = ts * ctx.N + ps
-        _, inverse, counts = np.unique(slot, return_inverse=True, return_counts=True)
-        shared = counts[inverse] >= 2  # another seen entity shares the receptacle at that step
-        pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
-        return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
-    ts, es = ctx.cells
-    seen = (vertical_at_cells(ctx)[key] & ctx.at_cells(ctx.data)[None, :]).any(axis=1)
-    return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
+    ok = enclosing == (key == "inside_same")
+    ts, es, ps = ts[ok], es[ok], ps[ok]
+    slot = ts * ctx.N + ps
+    _, inverse, counts = np.unique(slot, return_inverse=True, return_counts=True)
+    shared = counts[inverse] >= 2  # another seen entity shares the receptacle at that step
+    pairs = set(zip(ctx.types[es[shared]].tolist(), ctx.types[ps[shared]].tolist()))
+    return [FilterSpec("location", key, a, {"receptacle": r}) for a, r in sorted(pairs)]
 
 
 def location_filter(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
