@@ -127,11 +127,9 @@ def entity_labels(ctx: EpisodeContext) -> tuple[list[str], list[str], list[str]]
 def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
     anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
     if anchor is not None:
-        spec = program.filters[g.filter_index]
-        predicate = ctx.per_spec("filter_text", spec, anchor, lambda: filter_text(spec, anchor))
+        predicate = filter_text(program.filters[g.filter_index], anchor)
     else:
-        texts = [ctx.per_spec("filter_text", f, None, lambda f=f: filter_text(f)) for f in program.filters]
-        predicate = " AND ".join(texts)
+        predicate = " AND ".join(filter_text(f) for f in program.filters)
     return AnswerGroup(predicate=predicate, anchor=anchor, result=result_items(ctx, g), value=g.value)
 
 

@@ -226,8 +226,8 @@ def event_name(ctx: EpisodeContext, index: int) -> str:
 
 
 def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
-    """One ``(family:key = value)`` part of the structured question (memoised per spec and anchor)."""
-    return ctx.per_spec("conjunct", spec, anchor, lambda: _conjunct(ctx, spec, anchor))
+    """One ``(family:key = value)`` part of the structured question."""
+    return _conjunct(ctx, spec, anchor)
 
 
 def _conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
