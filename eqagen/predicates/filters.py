@@ -249,23 +249,29 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
 def relation_rows(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str, specs: list[FilterSpec]) -> KeyRows:
     """A relation key's specs at ``ctx.cells``: each the union over its anchors, ambiguous with several
     anchors (``table`` holds the relations at ``ctx.cells``); the agent's own spec from its mask."""
-    unions, counts = unions_by_type(ctx, table, key)
-    rows = [_agent_mask(ctx, key)[ctx.cells] if s.value == AGENT else unions[s.value] for s in specs]
+    position, unions, counts = unions_by_type(ctx, table, key)
+    rows = np.zeros((len(specs), unions.shape[1]), dtype=bool)
+    anchored = [i for i, s in enumerate(specs) if s.value != AGENT]
+    if anchored:
+        rows[anchored] = unions[[position[specs[i].value] for i in anchored]]
+    if len(anchored) < len(specs):
+        rows[[i for i, s in enumerate(specs) if s.value == AGENT]] = ctx.at_cells(_agent_mask(ctx, key))
     return key_rows(ctx, specs, rows, [s.value != AGENT and counts[s.value] >= 2 for s in specs])
 
 
-def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) -> tuple[dict, dict]:
-    """Per anchor type: the union of ``table[key]``'s rows over the type's observed instances (``[K]``),
-    and how many instances it has; one ``reduceat`` per key instead of one gather per filter value."""
+def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) -> tuple[dict, np.ndarray, dict]:
+    """Per anchor type: the union of ``table[key]``'s rows over the type's observed instances (a row of
+    ``[types, K]``, at the type's position), and how many instances it has; one ``reduceat`` per key
+    instead of one gather per filter value."""
 
-    def compute() -> tuple[dict, dict]:
+    def compute() -> tuple[dict, np.ndarray, dict]:
         order, starts, names, counts = observed_type_groups(ctx)
         if not starts:
-            return {}, {}
+            return {}, np.zeros((0, table[key].shape[1]), dtype=bool), {}
         # OR over each type's rows on packed bits: logical_or.reduceat on bools is several times slower
         packed = np.bitwise_or.reduceat(np.packbits(table[key][order], axis=1), starts, axis=0)
         unions = np.unpackbits(packed, axis=1, count=table[key].shape[1]).astype(bool)
-        return dict(zip(names, unions)), counts
+        return {name: i for i, name in enumerate(names)}, unions, counts
 
     return ctx.memo(("unions_by_type", id(table), key), compute)
 
@@ -409,8 +415,8 @@ def relative_pairs(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     def compute():
         t, e, a = covisible_pairs(ctx)
-        ego = ctx.ego
-        d = ego[t, e] - ego[t, a]  # [P, 3]
+        ego = ctx.ego.reshape(ctx.T * ctx.N, 3)  # gathers at flat indices: faster than by two index arrays
+        d = ego[t * ctx.N + e] - ego[t * ctx.N + a]  # [P, 3]
         near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
         m = param(ctx, "side_margin")
         holds = {"left": -d[:, 0] > m, "right": d[:, 0] > m, "front": -d[:, 2] > m, "behind": d[:, 2] > m}
