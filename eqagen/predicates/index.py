@@ -298,7 +298,9 @@ class EpisodeIndex:
 
 def run_starts(values: np.ndarray) -> np.ndarray:
     """Where each run of equal values starts in a non-empty sorted array."""
-    return np.concatenate(([True], values[1:] != values[:-1])).nonzero()[0]
+    starts = np.ones(values.size, dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    return starts.nonzero()[0]
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:

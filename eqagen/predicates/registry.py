@@ -86,14 +86,16 @@ class CellSelection:
         if self._runs is None:
             ks = self.mask.nonzero()[0]
             es = self.cell_e[ks]
-            last = np.concatenate((es[1:] != es[:-1], [True])).nonzero()[0] if ks.size else ks
+            ends = np.ones(ks.size, dtype=bool)  # where the entity changes (no list-to-array conversion)
+            np.not_equal(es[1:], es[:-1], out=ends[:-1])
+            last = ends.nonzero()[0]
             self._runs = es[last], self.cell_t[ks[last]]
         return self._runs
 
     def last_steps(self, entities: np.ndarray) -> np.ndarray:
         """The last selected step of each of ``entities`` (selected ones)."""
         ents, last = self.runs()
-        return last[np.searchsorted(ents, entities)]
+        return last if entities is ents else last[np.searchsorted(ents, entities)]
 
 
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
