@@ -59,7 +59,7 @@ def _group(index: EpisodeIndex, program: Program, anchor: int, where: int, cells
         last_t = out.steps if out.steps is not None else selection.last_steps(out.entities)
     else:
         mask = np.zeros(ctx.T * ctx.N, dtype=bool)
-        mask[index.flat_cells()[cells]] = True
+        mask[ctx.flat_cells()[cells]] = True
         mask = mask.reshape(ctx.T, ctx.N)
         out = qdef.fn(ctx, program.query, mask)
         if out is None:

@@ -157,14 +157,24 @@ class EpisodeContext:
 
         return self.memo(("cells",), compute)
 
+    def flat_cells(self) -> np.ndarray:
+        """Int ``[K]``: each of ``cells``' index in a flattened ``[T, N]`` array (memoised)."""
+        return self.memo(("flat_cells",), lambda: self.cells[0] * self.N + self.cells[1])
+
     def at_cells(self, arr: np.ndarray) -> np.ndarray:
         """``arr[ts, es]`` at ``self.cells`` for a ``[T, N, ...]`` array: one gather at flat indices where the
         array is contiguous (numpy's indexing by two index arrays takes several times as long)."""
-        ts, es = self.cells
         if not arr.flags.c_contiguous:
-            return arr[ts, es]
-        flat = self.memo(("flat_cells",), lambda: ts * self.N + es)
-        return arr.reshape(self.T * self.N, *arr.shape[2:])[flat]
+            return arr[self.cells]
+        return arr.reshape(self.T * self.N, *arr.shape[2:])[self.flat_cells()]
+
+    def data_at_cells(self) -> np.ndarray:
+        """Bool ``[K]``: which of ``cells`` are observations (the others are events only; memoised)."""
+        return self.memo(("data_at_cells",), lambda: self.at_cells(self.data))
+
+    def parent_at_cells(self) -> np.ndarray:
+        """Int ``[K]``: what holds each cell's entity at its step (-1: nothing; memoised)."""
+        return self.memo(("parent_at_cells",), lambda: self.at_cells(self.parent))
 
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
         """Where an anchor is named: its position when the agent first saw it, rounded to centimetres

@@ -183,7 +183,7 @@ def same_receptacle_rows(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np.ndar
     anchors = _anchors(ctx, spec.value)
     ap = ctx.parent[ts[None, :], anchors[:, None]]  # [G, K] the anchor's receptacle at the cell's step
     ok = (ap >= 0) & ctx.data[ts[None, :], anchors[:, None]] & ctx.of_type(spec.args["receptacle"])[np.maximum(ap, 0)]
-    return anchors, (ctx.at_cells(ctx.parent)[None, :] == ap) & ok & (es[None, :] != anchors[:, None])
+    return anchors, (ctx.parent_at_cells()[None, :] == ap) & ok & (es[None, :] != anchors[:, None])
 
 
 def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str, int]]:
@@ -193,7 +193,7 @@ def receptacle_codes_at_cells(ctx: EpisodeContext) -> tuple[np.ndarray, dict[str
     def compute() -> tuple[np.ndarray, dict[str, int]]:
         names, codes = ctx.type_codes()
         observed_codes = np.where(ctx.observed, codes, -1)
-        return np.append(observed_codes, -1)[ctx.at_cells(ctx.parent)], {n: i for i, n in enumerate(names.tolist())}
+        return np.append(observed_codes, -1)[ctx.parent_at_cells()], {n: i for i, n in enumerate(names.tolist())}
 
     return ctx.memo(("receptacle_codes_at_cells",), compute)
 
@@ -240,7 +240,7 @@ def vertical_at_cells(ctx: EpisodeContext) -> dict[str, np.ndarray]:
         anchors = np.flatnonzero(ctx.observed)
         at_anchors = ctx.position[:, anchors].take(ts, axis=0)  # [K, A, 3]: one take, not a 2-D gather
         d = (ctx.at_cells(ctx.position)[:, None, :] - at_anchors).transpose(1, 0, 2)  # [A, K, 3]
-        parent = ctx.at_cells(ctx.parent)[None, :] == anchors[:, None]
+        parent = ctx.parent_at_cells()[None, :] == anchors[:, None]
         return _vertical(ctx, d, parent, es[None, :] == anchors[:, None])
 
     return ctx.memo(("vertical_at_cells",), compute)
@@ -303,7 +303,7 @@ def location_anchors_at_cells(ctx: EpisodeContext, spec: FilterSpec) -> tuple[np
         return relation_anchors_at_cells(ctx, vertical_at_cells(ctx), spec)
     if spec.key in ("on", "inside"):
         anchors = ctx.instances(spec.value)
-        return anchors, ctx.at_cells(ctx.parent)[None, :] == anchors[:, None]
+        return anchors, ctx.parent_at_cells()[None, :] == anchors[:, None]
     return same_receptacle_rows(ctx, spec)
 
 
@@ -353,7 +353,7 @@ def held_observations(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.n
 def location_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     """Location specs that hold for some observation, computed over all observations at once."""
     if key in ("above", "under"):
-        seen = (vertical_at_cells(ctx)[key] & ctx.at_cells(ctx.data)[None, :]).any(axis=1)
+        seen = (vertical_at_cells(ctx)[key] & ctx.data_at_cells()[None, :]).any(axis=1)
         return _specs("location", key, ctx.types[np.flatnonzero(ctx.observed)[seen]].tolist())
     ts, es, ps, enclosing = held_observations(ctx)
     if key in ("on", "inside"):

@@ -185,13 +185,6 @@ class EpisodeIndex:
             hit = self._memo[("specs_at", cell)] = by_cell[cell].nonzero()[0].tolist()
         return hit
 
-    def flat_cells(self) -> np.ndarray:
-        """Int ``[K]``: each cell's index in a flattened ``[T, N]`` mask (memoised)."""
-        hit = self._memo.get(("flat_cells",))
-        if hit is None:
-            hit = self._memo[("flat_cells",)] = self.cell_t * self.ctx.N + self.cell_e
-        return hit
-
     def anchor_rows(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """An ambiguous spec's anchors and each anchor's cells (bool ``[G, K]``), in the filter's anchor
         order (memoised; the registry's shortcut where there is one, else gathered from the masks)."""
@@ -203,7 +196,7 @@ class EpisodeIndex:
                 self._memo[key] = shortcut(ctx, spec)
             else:
                 sel = ctx.selection(spec)
-                self._memo[key] = sel.anchors, sel.rows_at(self.cell_t, self.cell_e)
+                self._memo[key] = sel.anchors, sel.rows_at(ctx.flat_cells())
         return self._memo[key]
 
     def forbidden_for(self, q: QuerySpec) -> np.ndarray:
@@ -326,14 +319,13 @@ def key_rows_at_cells(ctx: EpisodeContext, family: str, key: str) -> KeyRows:
     if fdef.rows_at_cells is not None:
         return fdef.rows_at_cells(ctx, key)
     specs = list(fdef.values(ctx, key))
-    ts, es = ctx.cells
     rows, ambiguous = [], []
     for spec in specs:
         sel = ctx.selection(spec)
         anchored = isinstance(sel, Anchored)
-        rows.append(sel.rows_at(ts, es).any(axis=0) if anchored else np.asarray(sel)[ts, es])
+        rows.append(sel.rows_at(ctx.flat_cells()).any(axis=0) if anchored else ctx.at_cells(np.asarray(sel)))
         ambiguous.append(anchored and len(sel) >= 2)
-    stacked = np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, ts.size), dtype=bool)
+    stacked = np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, ctx.cells[0].size), dtype=bool)
     return KeyRows(specs, stacked, np.array(ambiguous, dtype=bool))
 
 

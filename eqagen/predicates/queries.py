@@ -57,11 +57,6 @@ def join_values(values) -> str:
     return ", ".join(sorted({str(v) for v in values}))
 
 
-def data_at_cells(ctx: EpisodeContext) -> np.ndarray:
-    """Bool ``[K]``: which of ``ctx.cells`` are observations (the others are events only; memoised)."""
-    return ctx.memo(("data_at_cells",), lambda: ctx.data[ctx.cells])
-
-
 def _everything(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     return np.ones(ctx.N, dtype=bool)
 
@@ -104,7 +99,7 @@ def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome 
 
 def count_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
     if query.arg == "objects":
-        ents, last = sel.restrict(data_at_cells(ctx)).runs()
+        ents, last = sel.restrict(ctx.data_at_cells()).runs()
         return Outcome(ents, str(ents.size), last) if ents.size else None
     t, ent = event_arrays(ctx, query.args["kind"])
     return _events_outcome(t, ent, sel.mask[event_cell_indices(ctx, query.args["kind"])])

@@ -51,10 +51,10 @@ class Anchored:
     def union(self) -> np.ndarray:
         return self.masks.any(axis=0)
 
-    def rows_at(self, ts: np.ndarray, es: np.ndarray) -> np.ndarray:
-        """Bool ``[G, K]``: each anchor's mask at the cells ``(ts[k], es[k])``."""
-        flat = self.masks.reshape(len(self), -1)  # a view: gathering flat indices is cheaper than [:, ts, es]
-        return flat[:, ts * self.masks.shape[2] + es]
+    def rows_at(self, flat_cells: np.ndarray) -> np.ndarray:
+        """Bool ``[G, K]``: each anchor's mask at cells given by their flat ``[T, N]`` indices
+        (``EpisodeContext.flat_cells``): gathering flat indices is cheaper than ``[:, ts, es]``."""
+        return self.masks.reshape(len(self), -1)[:, flat_cells]
 
 
 Selection = "np.ndarray | Anchored"
