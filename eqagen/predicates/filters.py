@@ -59,15 +59,6 @@ def plain_spec(family: str, key: str, value: str) -> FilterSpec:
     return FilterSpec(family, key, value)
 
 
-def key_rows(ctx: EpisodeContext, specs: list[FilterSpec], rows, ambiguous=None) -> KeyRows:
-    """A ``KeyRows`` from the specs' rows (an array or a list of ``[K]`` rows); none ambiguous by default."""
-    k = ctx.cells[0].size
-    if not isinstance(rows, np.ndarray):
-        rows = np.stack(rows) if rows else np.zeros((0, k), dtype=bool)
-    flags = np.zeros(len(specs), dtype=bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
-    return KeyRows(specs, rows.reshape(len(specs), k), flags)
-
-
 # -- property --------------------------------------------------------------------------------------
 def property_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     col = ctx.attribute(key)[ctx.observed]
@@ -84,7 +75,7 @@ def attribute_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
     specs = property_values(ctx, key)
     codes, by_value = attribute_codes_at_cells(ctx, key)
     wanted = np.array([by_value.get(s.value, -1) for s in specs], dtype=np.int64)
-    return key_rows(ctx, specs, codes[None, :] == wanted[:, None])
+    return KeyRows.build(ctx, specs, codes[None, :] == wanted[:, None])
 
 
 def attribute_codes_at_cells(ctx: EpisodeContext, key: str) -> tuple[np.ndarray, dict]:
@@ -125,7 +116,7 @@ def state_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
     specs = state_values(ctx, key)
     es = ctx.cells[1]
     flag, capable = ctx.at_cells(ctx.flag(key)), state_capable(ctx, key)[es]
-    return key_rows(ctx, specs, [(flag if s.value == "true" else ~flag) & capable for s in specs])
+    return KeyRows.build(ctx, specs, [(flag if s.value == "true" else ~flag) & capable for s in specs])
 
 
 @register_filter(
@@ -256,7 +247,7 @@ def relation_rows(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str, s
         rows[anchored] = unions[[position[specs[i].value] for i in anchored]]
     if len(anchored) < len(specs):
         rows[[i for i, s in enumerate(specs) if s.value == AGENT]] = ctx.at_cells(_agent_mask(ctx, key))
-    return key_rows(ctx, specs, rows, [s.value != AGENT and counts[s.value] >= 2 for s in specs])
+    return KeyRows.build(ctx, specs, rows, [s.value != AGENT and counts[s.value] >= 2 for s in specs])
 
 
 def unions_by_type(ctx: EpisodeContext, table: dict[str, np.ndarray], key: str) -> tuple[dict, np.ndarray, dict]:
@@ -316,9 +307,9 @@ def location_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
         codes, by_name = receptacle_codes_at_cells(ctx)
         wanted = np.array([by_name.get(s.value, -2) for s in specs], dtype=np.int64)
         ambiguous = [ctx.instances(s.value).size >= 2 for s in specs]
-        return key_rows(ctx, specs, codes[None, :] == wanted[:, None], ambiguous)
+        return KeyRows.build(ctx, specs, codes[None, :] == wanted[:, None], ambiguous)
     pairs = [same_receptacle_rows(ctx, s) for s in specs]
-    return key_rows(ctx, specs, [rows.any(axis=0) for _, rows in pairs], [a.size >= 2 for a, _ in pairs])
+    return KeyRows.build(ctx, specs, [rows.any(axis=0) for _, rows in pairs], [a.size >= 2 for a, _ in pairs])
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -521,7 +512,7 @@ def moment_rows_at_cells(ctx: EpisodeContext, key: str) -> KeyRows:
     specs = list(moment_specs(ctx, key))
     bounds = np.array([moment_bounds(ctx, s) for s in specs], dtype=np.int64).reshape(-1, 2)
     ts = ctx.cells[0][None, :]
-    return key_rows(ctx, specs, (ts >= bounds[:, :1]) & (ts < bounds[:, 1:]))
+    return KeyRows.build(ctx, specs, (ts >= bounds[:, :1]) & (ts < bounds[:, 1:]))
 
 
 @register_filter(

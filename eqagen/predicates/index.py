@@ -325,8 +325,7 @@ def key_rows_at_cells(ctx: EpisodeContext, family: str, key: str) -> KeyRows:
         anchored = isinstance(sel, Anchored)
         rows.append(sel.rows_at(ctx.flat_cells()).any(axis=0) if anchored else ctx.at_cells(np.asarray(sel)))
         ambiguous.append(anchored and len(sel) >= 2)
-    stacked = np.stack(rows).astype(bool, copy=False) if rows else np.zeros((0, ctx.cells[0].size), dtype=bool)
-    return KeyRows(specs, stacked, np.array(ambiguous, dtype=bool))
+    return KeyRows.build(ctx, specs, rows, ambiguous)
 
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:

@@ -119,6 +119,16 @@ class KeyRows:
     rows: np.ndarray  # bool [S, K]
     ambiguous: np.ndarray  # bool [S]
 
+    @classmethod
+    def build(cls, ctx: EpisodeContext, specs: list[FilterSpec], rows: Any, ambiguous: Any = None) -> KeyRows:
+        """From the specs' rows at ``ctx.cells`` (a ``[S, K]`` array or a list of ``[K]`` rows) and their
+        ambiguity (none ambiguous by default)."""
+        k = ctx.cells[0].size
+        if not isinstance(rows, np.ndarray):
+            rows = np.stack(rows) if rows else np.zeros((0, k), dtype=bool)
+        flags = np.zeros(len(specs), dtype=bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
+        return cls(specs, rows.astype(bool, copy=False).reshape(len(specs), k), flags)
+
 
 @dataclass(frozen=True)
 class FilterDef:
