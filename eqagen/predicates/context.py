@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from eqagen.core import Episode, FilterSpec, to_egocentric
+from eqagen.core import Episode, FilterSpec, QuerySpec, to_egocentric
 from eqagen.predicates.registry import REGISTRY, Anchored, WorldSupport, world_support
 
 
@@ -59,12 +59,25 @@ def name_events(episode: Episode) -> list[NamedEvent]:
     return out
 
 
-def spec_key(spec: FilterSpec) -> tuple:
-    """A hashable key of a FilterSpec (its args dict is not hashable)."""
+def args_key(args: dict[str, Any]) -> tuple | str:
+    """A hashable form of a spec's args: its sorted items, or their JSON where a value is not hashable (a
+    list) or the keys do not sort."""
     try:
-        return (spec.family, spec.key, spec.value, tuple(sorted(spec.args.items())))
+        key = tuple(sorted(args.items()))
+        hash(key)
+        return key
     except TypeError:
-        return (spec.family, spec.key, spec.value, json.dumps(spec.args, sort_keys=True))
+        return json.dumps(args, sort_keys=True, default=str)
+
+
+def spec_key(spec: FilterSpec) -> tuple:
+    """A hashable key of a FilterSpec's content (its args dict is not hashable)."""
+    return (spec.family, spec.key, spec.value, args_key(spec.args))
+
+
+def query_key(query: QuerySpec) -> tuple:
+    """A hashable key of a QuerySpec's content, like ``spec_key``."""
+    return (query.name, query.arg, args_key(query.args))
 
 
 class EpisodeContext:

@@ -23,7 +23,7 @@ from eqagen.predicates.bitsets import (
     rows_to_ints,
     value_planes,
 )
-from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.context import EpisodeContext, query_key, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored, KeyRows
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, table_memo
 
@@ -44,13 +44,7 @@ def event_cells(ctx: EpisodeContext, kind: str | None = None) -> np.ndarray:
 
 def applies_to(ctx: EpisodeContext, q: QuerySpec) -> np.ndarray:
     """Bool ``[N]``: the query's ``applies`` (memoised per query content; the seeds and the view both read it)."""
-    fn = REGISTRY.query(q.name).applies
-    try:
-        key = ("applies", q.name, q.arg, tuple(sorted(q.args.items())))
-        hash(key)
-    except TypeError:  # an unhashable query arg
-        return fn(ctx, q)
-    return ctx.memo(key, lambda: fn(ctx, q))
+    return ctx.memo(("applies", query_key(q)), lambda: REGISTRY.query(q.name).applies(ctx, q))
 
 
 ORDINAL = re.compile(r"#(\d+)")

@@ -28,7 +28,7 @@ from eqagen.core import Draws, Program, QuerySpec
 from eqagen.predicates.bitsets import BitView, Previewer
 from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.config import QuestionConfig
-from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.context import EpisodeContext, query_key, spec_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, answer_key, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, shared_vocabulary
 from eqagen.predicates.queries import count, get_location, get_property, get_state, list_objects
@@ -502,12 +502,11 @@ def evaluate_cached(ctx: EpisodeContext, program: Program, index: EpisodeIndex |
     """``evaluate_raw``, memoised per episode: the sub-programs of the effectiveness check recur often.
     With the episode's ``index``, computed on its cells where possible (``cell_answers``: the same groups).
     Raises SeveralAmbiguousFilters like ``evaluate_raw`` (not memoised then)."""
-    q = program.query
     positions = index.positions(program.filters) if index is not None else [None]
     if None in positions:
-        key = ("raw", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(spec_key(f) for f in program.filters))
+        key = ("raw", query_key(program.query), frozenset(spec_key(f) for f in program.filters))
     else:  # the index's specs are distinct: their positions identify them
-        key = ("raw_at", q.name, q.arg, tuple(sorted(q.args.items())), frozenset(positions))
+        key = ("raw_at", query_key(program.query), frozenset(positions))
 
     def compute() -> list[RawGroup]:
         groups = evaluate_on_cells(index, program) if index is not None else None
@@ -621,13 +620,7 @@ def program_key(index: EpisodeIndex, program: Program) -> tuple | str:
     positions = index.positions(program.filters)
     if any(i is None for i in positions):
         return program.signature()
-    q = program.query
-    key = (q.name, q.arg, tuple(sorted(q.args.items())), tuple(sorted(positions)))
-    try:
-        hash(key)
-    except TypeError:  # a query arg that is not hashable
-        return program.signature()
-    return key
+    return (query_key(program.query), tuple(sorted(positions)))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from collections import Counter
 
 import pytest
 
-from eqagen.core import ConfigError, Draws, Program, derive_rng
+from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
+from eqagen.predicates.context import query_key, spec_key
 from eqagen.predicates.sampler import pick_by_deficit
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
 from eqagen.templates.words import coords
@@ -156,3 +157,14 @@ def test_an_episode_with_nothing_seen_asks_nothing():
     ep = tiny_episode(["Cup", "Table"], np.zeros((3, 2, 3)), np.zeros((3, 2), bool))
     records, rejected = sample_questions(ep, QuestionConfig(), derive_rng(0, "q"))
     assert records == [] and rejected == Counter({"nothing_to_ask": 1})
+
+
+def test_query_and_spec_keys_are_hashable_and_follow_content():
+    """Memo and duplicate keys: equal content gives equal keys, other content other keys, unhashable args too."""
+    for args in ({"kind": "open"}, {"kind": ["open", "close"]}):
+        a, b = QuerySpec("count", "events", dict(args)), QuerySpec("count", "events", dict(args))
+        assert hash(query_key(a)) == hash(query_key(b)) and query_key(a) == query_key(b)
+        assert query_key(a) != query_key(QuerySpec("count", "events", {"kind": "close"}))
+        s, t = FilterSpec("moment", "after", "x", dict(args)), FilterSpec("moment", "after", "x", dict(args))
+        assert hash(spec_key(s)) == hash(spec_key(t)) and spec_key(s) == spec_key(t)
+        assert spec_key(s) != spec_key(FilterSpec("moment", "after", "y", dict(args)))
