@@ -100,7 +100,6 @@ class EpisodeContext:
         self.events: list[NamedEvent] = name_events(episode)
         self._memo: dict[Any, Any] = {}
         self._selections: dict[tuple, np.ndarray | Anchored] = {}
-        self._by_object: dict[int, tuple[FilterSpec, np.ndarray | Anchored]] = {}
         self._per_spec: dict[tuple, tuple[FilterSpec, Any]] = {}
 
     # -- cached derived arrays -------------------------------------------------------------------
@@ -112,7 +111,7 @@ class EpisodeContext:
 
     def per_spec(self, kind: str, spec: FilterSpec, extra: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` memoised per spec *object* and ``extra`` (hashable): the sampler's programs hold the
-        index's own spec objects, so the text of a filter is built once per episode without hashing the spec's
+        index's own spec objects, so a filter's selection or text is found again without hashing the spec's
         content. The entry holds the spec, so its id is not reused meanwhile."""
         key = (kind, id(spec), extra)
         hit = self._per_spec.get(key)
@@ -204,15 +203,13 @@ class EpisodeContext:
     def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:
         """The filter's selection, memoised per spec (filters are pure); looked up by the spec object first
         (the sampler passes the same objects again and again), then by its content."""
-        hit = self._by_object.get(id(spec))
-        if hit is not None and hit[0] is spec:
-            return hit[1]
+        return self.per_spec("selection", spec, None, lambda: self._selection_by_content(spec))
+
+    def _selection_by_content(self, spec: FilterSpec) -> np.ndarray | Anchored:
         key = spec_key(spec)
         sel = self._selections.get(key)
         if sel is None:
-            sel = REGISTRY.filter(spec.family, spec.key).fn(self, spec)
-            self._selections[key] = sel
-        self._by_object[id(spec)] = (spec, sel)  # holds the spec, so its id is not reused meanwhile
+            sel = self._selections[key] = REGISTRY.filter(spec.family, spec.key).fn(self, spec)
         return sel
 
 
