@@ -227,10 +227,6 @@ def event_name(ctx: EpisodeContext, index: int) -> str:
 
 def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
     """One ``(family:key = value)`` part of the structured question."""
-    return _conjunct(ctx, spec, anchor)
-
-
-def _conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
     fdef = REGISTRY.filter(spec.family, spec.key)
     where = f" {coords(anchor)}" if anchor is not None else ""
     if spec.family == "moment" and "event" in spec.args:
