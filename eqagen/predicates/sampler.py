@@ -42,15 +42,9 @@ KEEP_AMBIGUOUS = 0.5
 
 
 # -- mixes -----------------------------------------------------------------------------------------------
-def pick_by_deficit(options: list, target: dict, counts: Counter, rng: Draws):
-    """Draw an option, favouring those furthest below their target share of ``counts`` so far. An option
-    the target does not name (a world family's own filter family) weighs as much as the average named
-    one. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
-    return pick_by_shares(options, _target_shares(tuple(options), tuple(target.items())), counts, rng)
-
-
 def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Counter, rng: Draws):
-    """``pick_by_deficit`` given the options' ``_target_shares``."""
+    """Draw an option, favouring those furthest below their target share (``_target_shares``) of ``counts``
+    so far. Plain Python: the lists are a handful long, where numpy's per-call cost dominates."""
     get = counts.get
     used = [get(o, 0) for o in options]
     n = sum(used) + 1.0
@@ -67,8 +61,8 @@ def pick_by_shares(options, shares: tuple[tuple[float, float], ...], counts: Cou
 
 
 def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Counter, rng: Draws):
-    """``pick_by_deficit`` with the target shares memoised per episode (the config does not change while an
-    episode is sampled)."""
+    """``pick_by_shares`` with the options' target shares memoised per episode (the config does not change while
+    an episode is sampled)."""
     key = ("shares", options, id(target))
     shares = index._memo.get(key)
     if shares is None:
@@ -78,7 +72,9 @@ def episode_pick(index: EpisodeIndex, options: tuple, target: dict, counts: Coun
 
 @lru_cache(maxsize=4096)
 def _target_shares(options: tuple, target: tuple) -> tuple[tuple[float, float], ...]:
-    """Per option: its normalised target weight, and the small floor (5% of it) that keeps it possible."""
+    """Per option: its normalised target weight, and the small floor (5% of it) that keeps it possible. An
+    option the target does not name (a world family's own filter family) weighs as much as the average
+    named one."""
     named = [float(w) for _, w in target if w > 0]
     default = sum(named) / len(named) if named else 1.0
     weights = [max(float(dict(target).get(o, default)), 0.0) for o in options]

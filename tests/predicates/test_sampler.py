@@ -9,7 +9,7 @@ import pytest
 from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
 from eqagen.predicates.context import query_key, spec_key
-from eqagen.predicates.sampler import pick_by_deficit
+from eqagen.predicates.sampler import _target_shares, pick_by_shares
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
 from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
@@ -137,9 +137,11 @@ def test_pipeline_config_validates_the_questions_section():
 
 def test_deficit_picking_follows_the_target_mix():
     rng = Draws(derive_rng(0, "mix"))
+    options = ("a", "b", "c")
+    shares = _target_shares(options, tuple({"a": 0.5, "b": 0.3, "c": 0.2}.items()))
     counts: Counter[str] = Counter()
     for _ in range(400):
-        counts[pick_by_deficit(["a", "b", "c"], {"a": 0.5, "b": 0.3, "c": 0.2}, counts, rng)] += 1
+        counts[pick_by_shares(options, shares, counts, rng)] += 1
     assert abs(counts["a"] / 400 - 0.5) < 0.05 and abs(counts["c"] / 400 - 0.2) < 0.05
 
 
