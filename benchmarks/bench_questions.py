@@ -6,8 +6,8 @@ many candidates per-question balancing keeps.
 Episodes come from the embedded household backend (made first, not timed). Timed: everything
 ``sample_questions`` does per episode, as it does it (the cyclic garbage collector paused for the episode,
 ``eqagen.core.gcpause``): the episode context and index, proposals, checks (evaluation and effectiveness),
-and rendering the records' text; the stages are timed apart. Reported per CPU-second of this process (one core) and
-per wall-second; on a machine shared with other work the wall figure is the pessimistic one.
+and rendering the records' text; the stages are timed apart. Reported per CPU-second of this process (one
+core) and per wall-second; on a machine shared with other work the wall figure is the pessimistic one.
 
 Balance yield (not timed): the share of candidate records whose ``balance_key`` is asked in at least two
 scenes with at least two different answers, and the share ``eqagen.curation.balance`` keeps (defaults).

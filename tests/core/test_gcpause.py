@@ -58,7 +58,8 @@ def test_overlapping_pauses_in_threads_end_with_the_last():
             states.append(gc.isenabled())
 
     holder, quick = threading.Thread(target=worker, args=(True,)), threading.Thread(target=worker, args=(False,))
-    holder.start(), quick.start()
+    holder.start()
+    quick.start()
     inside.wait()
     quick.join()
     assert not gc.isenabled()  # the holder is still inside
