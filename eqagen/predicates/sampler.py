@@ -364,17 +364,18 @@ def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> in
     idx, n_kept, n_entities = effective_candidates(index, bits, used, idx)
     if not idx:
         return -1
-    amb, fam = index.lists.ambiguous, index.lists.family_of
+    lists = index.lists
+    amb, fam, priority = lists.ambiguous, lists.family_of, lists.priority
     prefer = mix.want_grounded(config.grounded_share) and not any(amb[i] for i in used)
     bound = 1.0 - config.common_share
-    common = [index.lists.priority[i] <= bound for i in idx]
-    if prefer and any(amb[i] for i in idx) and rng.random() < KEEP_AMBIGUOUS:
-        common = [c and amb[i] for c, i in zip(common, idx)]  # grounding wanted: an ambiguous common value
     rows = list(zip(idx, n_kept, n_entities))
-    if any(common) and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
-        rows = [r for r, c in zip(rows, common) if c]
-    present = [index.families[f] for f in sorted({fam[r[0]] for r in rows})]
-    family = index.families.index(episode_pick(index, tuple(present), config.family_mix, mix.families, rng))
+    if prefer and any(amb[i] for i in idx) and rng.random() < KEEP_AMBIGUOUS:
+        common = [r for r in rows if amb[r[0]] and priority[r[0]] <= bound]  # grounding wanted: ambiguous ones
+    else:
+        common = [r for r in rows if priority[r[0]] <= bound]
+    if common and rng.random() < config.shared_vocabulary:  # values most scenes share, where there are
+        rows = common
+    family = pick_family(index, {fam[r[0]] for r in rows}, config, mix, rng)
     rows = [r for r in rows if fam[r[0]] == family]
     best = [r for r in rows if amb[r[0]] == prefer] or rows
     limit = answer_limit(q, config)
@@ -384,6 +385,17 @@ def choose_filter(index, config, q, bits, used, seed, mix, rng, more: int) -> in
     elif limit is not None and any(r[2] <= limit for r in best):
         best = [r for r in best if r[2] <= limit]
     return pick_shared(index, [r[0] for r in best], config.shared_vocabulary, rng)
+
+
+def pick_family(index: EpisodeIndex, codes: set[int], config: QuestionConfig, mix: MixState, rng: Draws) -> int:
+    """The code of one of the families ``codes`` (``index.families`` positions), drawn by deficit; the family
+    names in sorted order are the codes in order (``index.families`` is sorted)."""
+    present = sorted(codes)
+    key = ("family_names", *present)
+    names = index._memo.get(key)
+    if names is None:
+        names = index._memo[key] = tuple(index.families[f] for f in present)
+    return present[names.index(episode_pick(index, names, config.family_mix, mix.families, rng))]
 
 
 def choose_subject(
