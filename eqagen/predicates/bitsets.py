@@ -91,9 +91,14 @@ def mask_to_int(mask: np.ndarray, layout: CellLayout) -> int:
 def value_planes(codes: np.ndarray, layout: CellLayout) -> list[int]:
     """Int codes ``[K]`` of what a time-reading query reads per cell, as bit planes: plane b holds the
     cells whose (densely renumbered) code has bit b. Equal codes give equal planes and vice versa."""
+    return rows_to_ints(plane_rows(codes), layout)
+
+
+def plane_rows(codes: np.ndarray) -> np.ndarray:
+    """``value_planes`` as bool ``[B, K]`` rows, before they become ints."""
     _, dense = np.unique(codes, return_inverse=True)
     n_bits = int(dense.max()).bit_length() if dense.size else 0
-    return rows_to_ints(((dense[None, :] >> np.arange(n_bits)[:, None]) & 1).astype(bool), layout)
+    return ((dense[None, :] >> np.arange(n_bits)[:, None]) & 1).astype(bool)
 
 
 @dataclass

@@ -19,9 +19,8 @@ from eqagen.predicates.bitsets import (
     CellLayout,
     Previewer,
     cell_layout,
-    mask_to_int,
+    plane_rows,
     rows_to_ints,
-    value_planes,
 )
 from eqagen.predicates.context import EpisodeContext, query_key, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored, KeyRows
@@ -243,28 +242,50 @@ class EpisodeIndex:
         return hit
 
     def _base_bit_view(self, q: QuerySpec) -> BitView:
-        """The query's view as ints, whatever its subject (memoised per query name, arg and event kind)."""
+        """The query's view as ints, whatever its subject (memoised per query name, arg and event kind; the
+        first one asked builds those of every satisfiable query with it)."""
         key = ("base_bit_view", q.name, q.arg, q.args.get("kind"))
         hit = self._memo.get(key)
         if hit is None:
-            layout, _ = self.cell_bits()
-            qdef, events = REGISTRY.query(q.name), counts_events(q)
-            anyone = QuerySpec(q.name, q.arg, {k: v for k, v in q.args.items() if k != "subject"})
-            planes = value_planes(self.time_values(q), layout) if qdef.time_value is not None and not events else None
-            reported = None
-            if qdef.reports is not None and not events:
-                reported = mask_to_int(self.ctx.at_cells(qdef.reports(self.ctx, q)), layout)
-            cells = mask_to_int(self.query_cells(anyone), layout)
-            hit = self._memo[key] = BitView(cells, planes, events, reported)
+            self._build_base_views([q, *(s for specs in self.queries.values() for s in specs)])
+            hit = self._memo[key]
         return hit
 
+    def _build_base_views(self, queries: list[QuerySpec]) -> None:
+        """The base views of ``queries`` not built yet: each one's cells, reported cells and value planes as
+        rows, all made ints by one ``rows_to_ints`` call (an episode asks about a dozen views: one call each
+        cost more than the rows)."""
+        rows: list[np.ndarray] = []
+        todo: dict[tuple, tuple[int, bool, int | None, bool]] = {}
+        for q in queries:
+            key = ("base_bit_view", q.name, q.arg, q.args.get("kind"))
+            if key in self._memo or key in todo:
+                continue
+            qdef, events = REGISTRY.query(q.name), counts_events(q)
+            anyone = QuerySpec(q.name, q.arg, {k: v for k, v in q.args.items() if k != "subject"})
+            reported = qdef.reports is not None and not events
+            planes = plane_rows(self.time_values(q)) if qdef.time_value is not None and not events else None
+            todo[key] = (len(rows), reported, None if planes is None else len(planes), events)
+            rows.append(self.query_cells(anyone))
+            if reported:
+                rows.append(self.ctx.at_cells(qdef.reports(self.ctx, q)))
+            if planes is not None:
+                rows.extend(planes)
+        ints = rows_to_ints(np.array(rows, dtype=bool).reshape(len(rows), self.n_cells), self.cell_bits()[0])
+        for key, (at, reported, n_planes, events) in todo.items():
+            first_plane = at + 1 + reported
+            planes = None if n_planes is None else ints[first_plane : first_plane + n_planes]
+            self._memo[key] = BitView(ints[at], planes, events, ints[at + 1] if reported else None)
+
     def type_bits(self, type_name: str) -> int:
-        """The cells of the entities of one type, as a ``bitsets`` int (memoised)."""
-        key = ("type_bits", type_name)
-        hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = mask_to_int(self.ctx.of_type(type_name)[self.cell_e], self.cell_bits()[0])
-        return hit
+        """The cells of the entities of one type, as a ``bitsets`` int (those of every type of the episode
+        made at the first one asked, by one ``rows_to_ints`` call)."""
+        by_type = self._memo.get(("type_bits",))
+        if by_type is None:
+            names, codes = self.ctx.type_codes()
+            rows = codes[self.cell_e][None, :] == np.arange(len(names))[:, None]
+            by_type = self._memo[("type_bits",)] = dict(zip(names.tolist(), rows_to_ints(rows, self.cell_bits()[0])))
+        return by_type.get(type_name, 0)
 
     def seed_cells(self, q: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
         """(cells a question with this query can be built around, start of each entity's run among them)."""
