@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eqagen.core import Program
+from eqagen.core import Program, QuerySpec
+from eqagen.predicates.context import query_key
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters
 from eqagen.predicates.index import EpisodeIndex
 from eqagen.predicates.queries import count, last_step
@@ -43,8 +44,20 @@ def evaluate_on_cells(index: EpisodeIndex, program: Program) -> list[RawGroup] |
         pairs = [(-1, selected)]
     else:
         anchors, rows = index.anchor_rows(grouped)
-        pairs = list(zip(anchors.tolist(), rows & selected[None, :]))
+        cells = rows & selected[None, :]
+        pairs = list(zip(anchors.tolist(), cells))
+        if empty_is_nothing(index, program.query):  # an anchor whose group holds no cell has no group
+            pairs = [pair for pair, any_cell in zip(pairs, cells.any(axis=1).tolist()) if any_cell]
     return [g for anchor, cells in pairs if (g := _group(index, program, anchor, where, cells)) is not None]
+
+
+def empty_is_nothing(index: EpisodeIndex, q: QuerySpec) -> bool:
+    """Whether the query says nothing about an empty selection (every built-in query; asked of the query
+    itself once per episode and query, queries being pure functions of the episode, query and selection)."""
+    return index.ctx.memo(
+        ("empty_is_nothing", query_key(q)),
+        lambda: _group(index, Program((), q), -1, -1, np.zeros(index.n_cells, dtype=bool)) is None,
+    )
 
 
 def _group(index: EpisodeIndex, program: Program, anchor: int, where: int, cells: np.ndarray) -> RawGroup | None:

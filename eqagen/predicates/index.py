@@ -59,13 +59,22 @@ def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
     """Lower: preferred. Listed values by how common they are; the others after them, one step further
     per ordinal and for naming two events ("the second time you opened the drawer" and pairs of events
     recur in fewer scenes)."""
-    text = spec_text(spec)
-    key = ("spec", text, spec.value, "event2" in spec.args)
+    return spec_priorities([spec], shares)[0]
+
+
+def spec_priorities(specs: list[FilterSpec], shares: dict[str, float]) -> list[float]:
+    """``spec_priority`` of each spec, memoised for the process per table and content (one memo lookup for
+    all: an episode has a few hundred specs)."""
     memo = table_memo(shares)
-    hit = memo.get(key)
-    if hit is None:
-        hit = memo[key] = _spec_priority(text, spec.value, key[3], shares)
-    return hit
+    out = []
+    for spec in specs:
+        text = spec_text(spec)
+        key = ("spec", text, spec.value, "event2" in spec.args)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = _spec_priority(text, spec.value, key[3], shares)
+        out.append(hit)
+    return out
 
 
 def _spec_priority(text: str, value: str, two_events: bool, shares: dict[str, float]) -> float:
@@ -368,7 +377,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         keys=kept_pairs,
         holds=holds[keep],
         ambiguous=np.concatenate([p.ambiguous for p in parts])[keep] if parts else np.zeros(0, dtype=bool),
-        priority=np.array([spec_priority(s, shares) for s in specs], dtype=np.float64),
+        priority=np.array(spec_priorities(specs, shares), dtype=np.float64),
         cell_t=cell_t,
         cell_e=cell_e,
         ent_starts=starts,
