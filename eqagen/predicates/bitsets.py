@@ -111,6 +111,7 @@ class BitView:
     reported: int | None = None  # cells where an entity's last selected step is reported; None: all
     first: dict[int, tuple[bool, int, int]] = field(default_factory=dict)  # spec -> result with no filter yet
     first_lists: dict[int, tuple[list[int], tuple]] = field(default_factory=dict)  # id(candidates) -> results
+    wider_first: dict[int, tuple[bool, int, int]] | None = None  # ``first`` of the view without a subject
 
 
 class Previewer:

@@ -246,7 +246,8 @@ class EpisodeIndex:
             subject = q.args.get("subject")
             bits = self._base_bit_view(q)
             if subject:  # with its own memos of first filters: they narrow other cells
-                bits = replace(bits, cells=bits.cells & self.type_bits(subject), first={}, first_lists={})
+                cells = bits.cells & self.type_bits(subject)
+                bits = replace(bits, cells=cells, first={}, first_lists={}, wider_first=bits.first)
             hit = self._memo[key] = bits, Previewer(self.cell_bits()[0], bits)
         return hit
 

@@ -308,6 +308,8 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
         return hit[1]
     first = view.first
     missing = [j for j in idx if j not in first]
+    if missing and view.wider_first is not None:
+        missing = _narrowing_elsewhere(view.wider_first, missing, first)
     if missing:
         cells = view.cells
         if pv.is_set:
@@ -327,6 +329,21 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
             n_entities.append(hit[2])
     view.first_lists[id(idx)] = (idx, (ok, n_kept, n_entities))
     return ok, n_kept, n_entities
+
+
+def _narrowing_elsewhere(wider_first: dict, missing: list[int], first: dict) -> list[int]:
+    """Of specs ``missing`` from a subject's view, those to compute: one that leaves the answer preview of the
+    view without a subject unchanged leaves the subject's unchanged too (the subject's view holds whole
+    entities of that view, and previews are per entity), so it is recorded as not narrowing here at once (its
+    counts are never read)."""
+    out = []
+    for j in missing:
+        hit = wider_first.get(j)
+        if hit is not None and not hit[0]:
+            first[j] = (False, 0, 0)
+        else:
+            out.append(j)
+    return out
 
 
 def _first_by_sets(pv: Previewer, cells: int, rows: list[int], missing: list[int], first: dict) -> None:

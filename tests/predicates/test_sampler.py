@@ -170,3 +170,33 @@ def test_query_and_spec_keys_are_hashable_and_follow_content():
         s, t = FilterSpec("moment", "after", "x", dict(args)), FilterSpec("moment", "after", "x", dict(args))
         assert hash(spec_key(s)) == hash(spec_key(t)) and spec_key(s) == spec_key(t)
         assert spec_key(s) != spec_key(FilterSpec("moment", "after", "y", dict(args)))
+
+
+def test_a_subject_view_skips_only_specs_that_narrow_nothing_without_the_subject():
+    """``_first_filters`` on a subject's view marks a spec as not narrowing when it narrows nothing on the view
+    without a subject: every verdict and count equals the one computed on the subject's view alone."""
+    from dataclasses import replace
+
+    from eqagen.predicates.context import context_for
+    from eqagen.predicates.index import build_index
+    from eqagen.predicates.sampler import _first_filters
+
+    compared = skipped = 0
+    for ep in household_episodes(30):
+        index = build_index(context_for(ep))
+        rows = index.cell_bits()[1]
+        for q in [q for specs in index.queries.values() for q in specs]:
+            ks, _ = index.seed_cells(q)
+            base = index.bit_view(q)
+            for subject in sorted({str(index.ctx.types[e]) for e in index.cell_e[ks].tolist()})[:4]:
+                view, pv = index.bit_view(QuerySpec(q.name, q.arg, {**q.args, "subject": subject}))
+                assert view.wider_first is base[0].first
+                alone = replace(view, first={}, first_lists={}, wider_first=None)
+                for cell in ks.tolist()[::7]:
+                    held = index.holding_at(cell, q)
+                    _first_filters(*base, rows, held)  # what first_filter_exists leaves behind
+                    fast = _first_filters(view, pv, rows, list(held))
+                    assert fast == _first_filters(alone, pv, rows, list(held))
+                    compared += 1
+                skipped += sum(1 for hit in view.first.values() if hit == (False, 0, 0))
+    assert compared > 1000 and skipped > 100
