@@ -6,7 +6,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.predicates.bitsets import BitView, Previewer, cell_layout, mask_to_int, rows_to_ints, value_planes
+from eqagen.predicates.bitsets import (
+    BitView,
+    Previewer,
+    cell_layout,
+    dense_codes,
+    mask_to_int,
+    rows_to_ints,
+    value_planes,
+)
 
 
 def plain_preview(cells: np.ndarray, ents: np.ndarray, codes: np.ndarray | None, events: bool, reported=None):
@@ -70,3 +78,16 @@ def test_previews_match_loops(case):
             assert pv.differs(pv.summary(wide_int), narrow_int) == plain_differs(pw, pn)
             size = pn if events else len(pn[0])
             assert pv.size(narrow_int) == size
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-3, 40), max_size=60)
+    | st.lists(st.integers(-(10**9), 10**9), max_size=30)
+    | st.lists(st.booleans(), max_size=30)
+)
+def test_dense_codes_are_the_ranks_np_unique_gives(values):
+    """The table shortcut (small ranges) and the fallback (wide ranges) both equal ``np.unique``'s inverse."""
+    codes = np.array(values, dtype=bool if values and isinstance(values[0], bool) else np.int64)
+    expected = np.unique(codes, return_inverse=True)[1].ravel()
+    assert np.array_equal(dense_codes(codes), expected)
