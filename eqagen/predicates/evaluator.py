@@ -137,15 +137,21 @@ def result_items(ctx: EpisodeContext, g: RawGroup) -> tuple[ResultItem, ...]:
     """The group's entities where they are reported, as ResultItems (memoised per entity and step: the same
     observation is reported by many questions of an episode; the items are frozen, so they can be shared)."""
     cache: dict[tuple[int, int], ResultItem] = ctx.memo(("result_items",), dict)
-    keys = list(zip(g.entities.tolist(), g.last_t.tolist()))
-    missing = [k for k in keys if k not in cache]
-    if missing:
-        ids, types, captions = entity_labels(ctx)
-        es, ts = zip(*missing)
-        positions = ctx.position[list(ts), list(es)].tolist()  # one gather; Python floats, rounded below
-        for (e, t), (x, y, z) in zip(missing, positions):
-            cache[(e, t)] = ResultItem(ids[e], types[e], (round(x, 2), round(y, 2), round(z, 2)), captions[e])
-    return tuple(cache[k] for k in keys)
+    items = []
+    for key in zip(g.entities.tolist(), g.last_t.tolist()):
+        item = cache.get(key)
+        if item is None:
+            item = cache[key] = result_item(ctx, *key)
+        items.append(item)
+    return tuple(items)
+
+
+def result_item(ctx: EpisodeContext, entity: int, t: int) -> ResultItem:
+    """One entity where it is reported at step ``t``, its position rounded to centimetres (one entity's row is
+    read at a time: most groups hold one or two entities, too few for a gather to pay)."""
+    ids, types, captions = entity_labels(ctx)
+    x, y, z = ctx.position[t, entity].tolist()
+    return ResultItem(ids[entity], types[entity], (round(x, 2), round(y, 2), round(z, 2)), captions[entity])
 
 
 def evaluate_context(ctx: EpisodeContext, program: Program) -> list[AnswerGroup]:
