@@ -16,8 +16,9 @@ A grounded text names the anchor of the ambiguous filter by its episode-frame co
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 
@@ -95,7 +96,46 @@ def question_template(name: str) -> jinja2.Template:
     return file_template(f"questions/{name}.j2")
 
 
-# -- filter phrases -----------------------------------------------------------------------------------
+# -- filter words -------------------------------------------------------------------------------------
+class FilterWords(NamedTuple):
+    """One filter's text, naming its anchor or not: its phrase in the natural question, where the phrase goes
+    there, and its conjunct in the structured question."""
+
+    slot: str  # "pre" (an adjective before the noun), "post" (after it) or "when" (a time clause)
+    rank: int  # adjectives' order: 0 for a state, listed first ("open green cup"), 1 otherwise
+    phrase: str
+    conjunct: str
+
+
+def anchor_text(anchor: tuple[float, float, float] | None) -> str:
+    """How a grounded text names an anchor, after the filter's value: " (x=.., y=.., z=..)", or ""."""
+    return f" {coords(anchor)}" if anchor is not None else ""
+
+
+def filter_words(ctx: EpisodeContext, spec: FilterSpec, anchor: str = "") -> FilterWords:
+    """A filter's words with ``anchor`` (``anchor_text``, "" when ungrounded). A filter without args whose
+    phrase is a macro has words that depend on its family, key, value and anchor only: those are cached across
+    episodes by that content (bounded: cleared when full); the others (events, receptacles, phrases that may
+    read the episode) per episode and spec object."""
+    if not spec.args:
+        key = (spec.family, spec.key, spec.value, anchor)
+        hit = _SHARED_WORDS.get(key)
+        if hit is not None:
+            return hit
+        if REGISTRY.filter(spec.family, spec.key).phrase is None:
+            if len(_SHARED_WORDS) >= MAX_CACHED_PHRASES:
+                _SHARED_WORDS.clear()
+            hit = _SHARED_WORDS[key] = _filter_words(ctx, spec, anchor)
+            return hit
+    return ctx.per_spec("words", spec, anchor, lambda: _filter_words(ctx, spec, anchor))
+
+
+def _filter_words(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> FilterWords:
+    fdef = REGISTRY.filter(spec.family, spec.key)
+    rank = 0 if spec.family == "state" else 1
+    return FilterWords(fdef.slot, rank, filter_phrase(ctx, spec, anchor), conjunct(ctx, spec, anchor))
+
+
 def event_text(ctx: EpisodeContext, index: int) -> str:
     """``opened the fridge for the second time`` (no ordinal when it happened once)."""
     ev = ctx.events[index]
@@ -103,13 +143,13 @@ def event_text(ctx: EpisodeContext, index: int) -> str:
     return text if ev.n_same == 1 else f"{text} for the {ordinal(ev.ordinal)} time"
 
 
-def phrase_parts(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> dict[str, Any]:
+def phrase_parts(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> dict[str, Any]:
     """The readable pieces a filter phrase is built from."""
     agent = spec.value == AGENT
     value = spec.value if spec.family in ("property",) or agent else label(spec.value)
     parts: dict[str, Any] = {
         "value": value,
-        "anchor": f" {coords(anchor)}" if anchor is not None else "",
+        "anchor": anchor,
         "receptacle": label(spec.args.get("receptacle", "")),
         "agent": agent,
         "event": "",
@@ -122,12 +162,8 @@ def phrase_parts(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) ->
     return parts
 
 
-def filter_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None = None) -> str:
+def filter_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> str:
     """The natural phrase of one filter ("on the countertop (x=.., y=.., z=..)")."""
-    return ctx.per_spec("phrase", spec, anchor, lambda: _render_phrase(ctx, spec, anchor))
-
-
-def _render_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
     parts = phrase_parts(ctx, spec, anchor)
     fdef = REGISTRY.filter(spec.family, spec.key)
     if fdef.phrase is not None:
@@ -151,22 +187,76 @@ def _macro_phrase(macro: Any, spec: FilterSpec, parts: dict[str, Any]) -> str:
     return hit
 
 
+def event_name(ctx: EpisodeContext, index: int) -> str:
+    ev = ctx.events[index]
+    text = f"{ev.kind} {label(ev.type)}"
+    return text if ev.n_same == 1 else f"{text} #{ev.ordinal}"
+
+
+def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> str:
+    """One ``(family:key = value)`` part of the structured question."""
+    fdef = REGISTRY.filter(spec.family, spec.key)
+    if spec.family == "moment" and "event" in spec.args:
+        events = [event_name(ctx, spec.args["event"])]
+        if "event2" in spec.args:
+            events.append(event_name(ctx, spec.args["event2"]))
+        return f"(when = {spec.key.replace('_', ' ')} {' and '.join(events)})"
+    value = spec.value if spec.family == "property" or spec.value == AGENT else label(spec.value)
+    if spec.args.get("receptacle"):
+        return f"({spec.family}:{fdef.label.replace('object', label(spec.args['receptacle']))} = {value}{anchor})"
+    return f"({spec.family}:{fdef.label} = {value}{anchor})"
+
+
 MAX_CACHED_PHRASES = 65536
 _MACRO_PHRASES: dict[tuple, str] = {}
+_SHARED_WORDS: dict[tuple, FilterWords] = {}
+
+
+def program_words(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple] | None = None) -> list[FilterWords]:
+    """The words of each filter of a program; ``anchors`` maps a filter's position to the coordinates it names."""
+    anchors = anchors or {}
+    return [filter_words(ctx, f, anchor_text(anchors.get(i))) for i, f in enumerate(program.filters)]
 
 
 # -- questions ----------------------------------------------------------------------------------------
-def noun_phrase(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple]) -> tuple[dict[str, str], str]:
+def program_texts(program: Program, words: list[FilterWords]) -> tuple[str, str]:
+    """The canonical natural question and the structured question of a program whose filters say ``words``.
+    Cached across episodes: the texts depend on the query, its template and the words only, the same texts
+    recur, and rendering costs more than looking them up (bounded: cleared when full)."""
+    q = program.query
+    template = REGISTRY.query(q.name).template
+    try:
+        key = (q.name, q.arg, tuple(sorted(q.args.items())), template, *words)
+        hit = _PROGRAM_TEXTS.get(key)
+    except TypeError:  # an unhashable query arg: render without the cache
+        return _render_texts(q, words)
+    if hit is None:
+        if len(_PROGRAM_TEXTS) >= MAX_CACHED_TEXTS:
+            _PROGRAM_TEXTS.clear()
+        hit = _PROGRAM_TEXTS[key] = _render_texts(q, words)
+    return hit
+
+
+MAX_CACHED_TEXTS = 32768
+_PROGRAM_TEXTS: dict[tuple, tuple[str, str]] = {}
+
+
+def _render_texts(q: QuerySpec, words: list[FilterWords]) -> tuple[str, str]:
+    np, when = noun_phrase(q, words)
+    return _render_question(question_template(q.name), q, np, when), _render_structured(q, words)
+
+
+def render_question(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple] | None = None) -> str:
+    """The canonical natural question; ``anchors`` maps a filter's position to the coordinates it names."""
+    return program_texts(program, program_words(ctx, program, anchors))[0]
+
+
+def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[dict[str, str], str]:
     """The noun phrase of the subject with its pre and post filters, and the time clause."""
-    pre, post, when = [], [], []
     # adjectives: states before properties ("open green cup"); the program's filters are sorted otherwise
-    order = sorted(range(len(program.filters)), key=lambda i: program.filters[i].family != "state")
-    for i in order:
-        spec = program.filters[i]
-        slot = REGISTRY.filter(spec.family, spec.key).slot
-        text = filter_phrase(ctx, spec, anchors.get(i))
-        {"pre": pre, "post": post, "when": when}[slot].append(text)
-    subject = program.query.args.get("subject")
+    ordered = sorted(words, key=attrgetter("rank"))
+    pre, post, when = ([w.phrase for w in ordered if w.slot == slot] for slot in ("pre", "post", "when"))
+    subject = q.args.get("subject")
     noun = label(subject) if subject else "object"
     head = " ".join([*pre, noun])
     tail = "".join(f" {p}" for p in post)
@@ -180,30 +270,12 @@ def noun_phrase(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple]
     return np, "".join(f" {w}" if i == 0 else f" and {w}" for i, w in enumerate(when))
 
 
-def render_question(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple] | None = None) -> str:
-    """The canonical natural question; ``anchors`` maps a filter's position to the coordinates it names."""
-    np, when = noun_phrase(ctx, program, anchors or {})
-    q = program.query
-    template = question_template(q.name)
-    try:
-        return _question_text(template, q.name, q.arg, tuple(sorted(q.args.items())), tuple(np.items()), when)
-    except TypeError:  # an unhashable query arg: render without the cache
-        return _render_question(template, q, np, when)
-
-
-@lru_cache(maxsize=32768)
-def _question_text(template: jinja2.Template, name: str, arg: str, args: tuple, np: tuple, when: str) -> str:
-    """The rendered question, cached: the same query and phrases recur across episodes (the text depends on
-    nothing else), and rendering a jinja2 template costs more than building its inputs."""
-    return _render_question(template, QuerySpec(name, arg, dict(args)), Words(np), when)
-
-
 def _render_question(template: jinja2.Template, q: QuerySpec, np: dict[str, str], when: str) -> str:
     subject = q.args.get("subject")
     text = render(
         template,
         q=q,
-        np=np,
+        np=Words(np),
         when=when,
         event_verb=verb(q.args.get("kind", "")),
         subject=label(subject) if subject else "object",
@@ -212,46 +284,23 @@ def _render_question(template: jinja2.Template, q: QuerySpec, np: dict[str, str]
 
 
 # -- structured question ------------------------------------------------------------------------------
-def query_head(program: Program) -> str:
-    q = program.query
+def query_head(q: QuerySpec) -> str:
     if q.name == "count":
         return "countEvents(" + q.args.get("kind", "") + ")" if q.arg == "events" else "countObjects"
     return f"{q.name}({q.arg})" if q.arg else q.name
 
 
-def event_name(ctx: EpisodeContext, index: int) -> str:
-    ev = ctx.events[index]
-    text = f"{ev.kind} {label(ev.type)}"
-    return text if ev.n_same == 1 else f"{text} #{ev.ordinal}"
-
-
-def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: tuple | None) -> str:
-    """One ``(family:key = value)`` part of the structured question."""
-    fdef = REGISTRY.filter(spec.family, spec.key)
-    where = f" {coords(anchor)}" if anchor is not None else ""
-    if spec.family == "moment" and "event" in spec.args:
-        events = [event_name(ctx, spec.args["event"])]
-        if "event2" in spec.args:
-            events.append(event_name(ctx, spec.args["event2"]))
-        return f"(when = {spec.key.replace('_', ' ')} {' and '.join(events)})"
-    value = spec.value if spec.family == "property" or spec.value == AGENT else label(spec.value)
-    if spec.args.get("receptacle"):
-        return f"({spec.family}:{fdef.label.replace('object', label(spec.args['receptacle']))} = {value}{where})"
-    return f"({spec.family}:{fdef.label} = {value}{where})"
-
-
 def render_structured(ctx: EpisodeContext, program: Program, anchors: dict[int, tuple] | None = None) -> str:
-    anchors = anchors or {}
-    parts = [conjunct(ctx, f, anchors.get(i)) for i, f in enumerate(program.filters)]
-    subject = program.query.args.get("subject")
+    """TAG-EQA's structured question; ``anchors`` as for ``render_question``."""
+    return program_texts(program, program_words(ctx, program, anchors))[1]
+
+
+def _render_structured(q: QuerySpec, words: list[FilterWords]) -> str:
+    parts = [w.conjunct for w in words]
+    subject = q.args.get("subject")
     if subject:
         parts.insert(0, f"(object = {label(subject)})")
-    return _structured_text(query_head(program), tuple(parts))
-
-
-@lru_cache(maxsize=32768)
-def _structured_text(head: str, conjuncts: tuple[str, ...]) -> str:
-    return render(file_template("structured.j2"), head=head, conjuncts=list(conjuncts))
+    return render(file_template("structured.j2"), head=query_head(q), conjuncts=parts)
 
 
 # -- answers ------------------------------------------------------------------------------------------
@@ -273,13 +322,18 @@ def render_answer(
 ) -> str:
     """The canonical answer. ``grounded_index`` is the ambiguous filter's position (-1: none): each
     group is then introduced by that filter's phrase naming its anchor."""
-    rows = []
-    for g in groups:
-        phrase = ""
-        if grounded_index >= 0 and g.anchor is not None:
-            phrase = filter_phrase(ctx, program.filters[grounded_index], g.anchor)
-        rows.append((phrase, readable_value(answer_type, g.value)))
-    return _answer_text(tuple(rows))
+    phrases = [
+        filter_words(ctx, program.filters[grounded_index], anchor_text(g.anchor)).phrase
+        if grounded_index >= 0 and g.anchor is not None
+        else ""
+        for g in groups
+    ]
+    return answer_text(phrases, [readable_value(answer_type, g.value) for g in groups])
+
+
+def answer_text(phrases: list[str], values: list[str]) -> str:
+    """The canonical answer from each group's phrase ("" when the group names no anchor) and readable value."""
+    return _answer_text(tuple(zip(phrases, values)))
 
 
 @lru_cache(maxsize=32768)

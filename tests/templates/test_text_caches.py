@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from eqagen.core import ResultItem, derive_rng
+from eqagen.core import FilterSpec, QARecord, ResultItem, derive_rng
 from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, caption, result_items
 from eqagen.predicates.sampler import Accepted, sample_programs
+from eqagen.templates import render
+from eqagen.templates.records import make_records
+from eqagen.templates.render import anchor_text, filter_words, render_answer, render_question, render_structured
 from tests.predicates.conftest import make_episode
+from tests.predicates.test_filters import kitchen
 
 
 @lru_cache(maxsize=1)
@@ -50,3 +54,57 @@ def test_result_items_are_the_entities_where_they_are_reported():
                     where.setdefault(e, set()).add(item.position)
         moved = moved or any(len(p) > 1 for p in where.values())
     assert moved
+
+
+def clear_text_caches() -> None:
+    """Forget every text the records stage keeps across episodes."""
+    render._SHARED_WORDS.clear()
+    render._MACRO_PHRASES.clear()
+    render._PROGRAM_TEXTS.clear()
+    render._answer_text.cache_clear()
+
+
+def fresh_texts(ctx: EpisodeContext, acc: Accepted, record: QARecord) -> tuple[str, str, str]:
+    """A record's question, structured question and answer rendered through the templates with no cache: a new
+    context of the episode, the caches emptied first."""
+    clear_text_caches()
+    fresh = EpisodeContext(ctx.episode)
+    program, groups = record.program, record.structured_answer
+    where = next((g.filter_index for g in acc.groups if g.anchor >= 0), -1)
+    anchors = {where: groups[0].anchor} if record.grounded else {}
+    return (
+        render_question(fresh, program, anchors),
+        render_structured(fresh, program, anchors),
+        render_answer(fresh, program, groups, record.answer_type, -1 if record.grounded else where),
+    )
+
+
+def test_records_say_what_a_fresh_render_says():
+    """Records of several episodes made one after the other (the caches shared across them, as in a run) have
+    the text that rendering each through the templates alone gives."""
+    clear_text_caches()
+    made = []
+    for ctx, accepted in sampled():
+        rng = derive_rng(1, "text-caches", ctx.episode.episode_id)
+        made += [(ctx, acc, r) for acc in accepted for r in make_records(ctx, acc, rng)]
+    assert sum(r.grounded for *_, r in made) >= 10 and any(r.program.query.args for *_, r in made)
+    for ctx, acc, record in made:
+        assert (record.question, record.structured_question, record.answer) == fresh_texts(ctx, acc, record)
+
+
+def test_filter_words_tell_apart_what_their_text_depends_on():
+    """Words cached across episodes are keyed by all their text depends on: args (a receptacle), the anchor as
+    written (-0.0 is not 0.0 there)."""
+    clear_text_caches()
+    ctx = context_for(kitchen())
+    on_counter = FilterSpec("location", "on_same", "Apple", {"receptacle": "CounterTop"})
+    in_fridge = FilterSpec("location", "on_same", "Apple", {"receptacle": "Fridge"})
+    assert filter_words(ctx, on_counter).phrase == "on the same countertop as the apple"
+    assert filter_words(ctx, in_fridge).phrase == "on the same fridge as the apple"
+    on = FilterSpec("location", "on", "CounterTop")
+    assert filter_words(ctx, on).phrase == "on the countertop"
+    assert filter_words(ctx, on, anchor_text((0.0, 0.9, 2.0))).phrase == "on the countertop (x=0.00, y=0.90, z=2.00)"
+    assert filter_words(ctx, on, anchor_text((-0.0, 0.9, 2.0))).phrase == "on the countertop (x=-0.00, y=0.90, z=2.00)"
+    assert filter_words(ctx, on, anchor_text((-0.0, 0.9, 2.0))).conjunct == (
+        "(location:on the object = countertop (x=-0.00, y=0.90, z=2.00))"
+    )
