@@ -11,22 +11,29 @@ from collections import Counter
 import numpy as np
 
 from eqagen import GENERATOR_VERSION
-from eqagen.core import AnswerGroup, Episode, QARecord
+from eqagen.core import Episode, QARecord
 from eqagen.core.gcpause import gc_paused
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import to_answer_group
 from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, sample_programs
-from eqagen.templates.render import readable_value, render_answer, render_question, render_structured
+from eqagen.templates.render import (
+    anchor_text,
+    answer_text,
+    filter_words,
+    program_texts,
+    program_words,
+    readable_value,
+)
 from eqagen.templates.words import coords
 
 ANCHOR_PLACEHOLDER = "(x, y, z)"
 
 
-def answer_key(groups: list[AnswerGroup], answer_type: str) -> str:
-    """The canonical answer compared across scenes: the readable value(s), anchors left out."""
-    return " | ".join(sorted(readable_value(answer_type, g.value) for g in groups))
+def answer_key(values: list[str]) -> str:
+    """The canonical answer compared across scenes: the groups' readable values, anchors left out."""
+    return " | ".join(sorted(values))
 
 
 def grounded_balance_key(question: str, anchor: tuple[float, float, float]) -> str:
@@ -43,7 +50,13 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
     answer_type = qdef.answer_type(program.query)
     category, express = qdef.categories(program.query)
     where = next((g.filter_index for g in acc.groups if g.anchor >= 0), -1)
-    question = render_question(ctx, program)
+    values = [readable_value(answer_type, g.value) for g in groups]
+    # the ambiguous filter's words naming each group's anchor: they introduce the groups in the answer, and the
+    # grounded twin asks about one of them
+    anchored = [filter_words(ctx, program.filters[where], anchor_text(g.anchor)) for g in groups] if where >= 0 else []
+    phrases = [w.phrase for w in anchored] if anchored else [""] * len(groups)
+    words = program_words(ctx, program)
+    question, structured = program_texts(program, words)
     common = {
         "episode_id": ep.episode_id,
         "scene_id": ep.scene_id,
@@ -59,26 +72,27 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
     }
     records = [
         QARecord(
-            structured_question=render_structured(ctx, program),
+            structured_question=structured,
             structured_answer=groups,
-            answer_key=answer_key(groups, answer_type),
+            answer_key=answer_key(values),
             question=question,
-            answer=render_answer(ctx, program, groups, answer_type, where),
+            answer=answer_text(phrases, values),
             grounded=False,
             **common,
         )
     ]
     if where >= 0:
-        group = groups[int(rng.integers(0, len(groups)))]
-        anchors = {where: group.anchor}
-        grounded_question = render_question(ctx, program, anchors)
+        pick = int(rng.integers(0, len(groups)))
+        group = groups[pick]
+        words[where] = anchored[pick]
+        grounded_question, grounded_structured = program_texts(program, words)
         records.append(
             QARecord(
-                structured_question=render_structured(ctx, program, anchors),
+                structured_question=grounded_structured,
                 structured_answer=[group],
-                answer_key=answer_key([group], answer_type),
+                answer_key=answer_key([values[pick]]),
                 question=grounded_question,
-                answer=render_answer(ctx, program, [group], answer_type, -1),
+                answer=answer_text([""], [values[pick]]),
                 grounded=True,
                 **{**common, "balance_key": grounded_balance_key(grounded_question, group.anchor)},
             )
