@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from eqagen.core import FilterSpec, QARecord, ResultItem, derive_rng
+from eqagen.core import FilterSpec, QARecord, QuerySpec, ResultItem, derive_rng
 from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, caption, result_items
 from eqagen.predicates.sampler import Accepted, sample_programs
-from eqagen.templates import render
+from eqagen.templates import render as render_module
 from eqagen.templates.records import make_records
-from eqagen.templates.render import anchor_text, filter_words, render_answer, render_question, render_structured
+from eqagen.templates.render import (
+    Words,
+    anchor_text,
+    file_template,
+    filter_words,
+    render,
+    render_answer,
+    render_question,
+    render_structured,
+    source_template,
+)
 from tests.predicates.conftest import make_episode
 from tests.predicates.test_filters import kitchen
 
@@ -58,10 +68,10 @@ def test_result_items_are_the_entities_where_they_are_reported():
 
 def clear_text_caches() -> None:
     """Forget every text the records stage keeps across episodes."""
-    render._SHARED_WORDS.clear()
-    render._MACRO_PHRASES.clear()
-    render._PROGRAM_TEXTS.clear()
-    render._answer_text.cache_clear()
+    render_module._SHARED_WORDS.clear()
+    render_module._MACRO_PHRASES.clear()
+    render_module._PROGRAM_TEXTS.clear()
+    render_module._answer_text.cache_clear()
 
 
 def fresh_texts(ctx: EpisodeContext, acc: Accepted, record: QARecord) -> tuple[str, str, str]:
@@ -108,3 +118,28 @@ def test_filter_words_tell_apart_what_their_text_depends_on():
     assert filter_words(ctx, on, anchor_text((-0.0, 0.9, 2.0))).conjunct == (
         "(location:on the object = countertop (x=-0.00, y=0.90, z=2.00))"
     )
+
+
+def test_render_gives_what_jinja2s_own_render_gives():
+    """``render``'s shortcut (globals merged once per template, the context made directly) against
+    ``Template.render``: on the package's templates, and on sources using globals, assignments and imports."""
+    cup = Words(the="the cup", a="a cup", plural="cups", bare="cup", something="something")
+    anchored = Words(value="countertop", anchor=" (x=1.00, y=0.90, z=2.00)")
+    cases = [
+        (file_template("structured.j2"), {"head": "countObjects", "conjuncts": ["(a:b = c)", "(d:e = f)"]}),
+        (file_template("answer.j2"), {"groups": [Words(phrase="on x", value="a cup"), Words(phrase="", value="2")]}),
+        (source_template("{% for i in range(n) %}{{ i }}{{ cycler('a', 'b').next() }}{% endfor %}"), {"n": 3}),
+        (
+            source_template('{% from "filters.j2" import location_on %}{{ location_on(f, v) }}'),
+            {"f": None, "v": anchored},
+        ),
+        (
+            source_template('{% import "filters.j2" as m %}{{ m.property_color(f, {"value": v}) }}'),
+            {"f": 1, "v": "red"},
+        ),
+    ]
+    for name, arg, args in [("count", "events", {"kind": "open"}), ("getState", "open", {}), ("getLocation", "", {})]:
+        variables = {"q": QuerySpec(name, arg, args), "np": cup, "when": " after x", "event_verb": "open"}
+        cases.append((file_template(f"questions/{name}.j2"), {**variables, "subject": "cup"}))
+    for template, variables in cases:
+        assert render(template, **variables) == template.render(**variables)
