@@ -256,13 +256,16 @@ def render_question(ctx: EpisodeContext, program: Program, anchors: dict[int, tu
 
 def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[dict[str, str], str]:
     """The noun phrase of the subject with its pre and post filters, and the time clause."""
+    pre: list[str] = []
+    post: list[str] = []
+    when: list[str] = []
+    slots = {"pre": pre, "post": post, "when": when}
     # adjectives: states before properties ("open green cup"); the program's filters are sorted otherwise
-    ordered = sorted(words, key=attrgetter("rank"))
-    pre, post, when = ([w.phrase for w in ordered if w.slot == slot] for slot in ("pre", "post", "when"))
+    for w in sorted(words, key=attrgetter("rank")):
+        slots[w.slot].append(w.phrase)
     subject = q.args.get("subject")
-    noun = label(subject) if subject else "object"
-    head = " ".join([*pre, noun])
-    tail = "".join(f" {p}" for p in post)
+    head = " ".join([*pre, label(subject) if subject else "object"])
+    tail = " " + " ".join(post) if post else ""
     np = {
         "something": " ".join(["something", *pre]) + tail,  # for "any object": "something green on the table"
         "bare": head + tail,
@@ -270,7 +273,7 @@ def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[dict[str, str],
         "a": f"{with_article(head)}{tail}",
         "plural": f"{plural(head)}{tail}",
     }
-    return np, "".join(f" {w}" if i == 0 else f" and {w}" for i, w in enumerate(when))
+    return np, " " + " and ".join(when) if when else ""
 
 
 def _render_question(template: jinja2.Template, q: QuerySpec, np: dict[str, str], when: str) -> str:

@@ -7,7 +7,14 @@ import pytest
 
 from eqagen.core import FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import QuestionConfig, context_for, evaluate, sample_questions
-from eqagen.templates.render import environment, render_answer, render_question, render_structured
+from eqagen.templates.render import (
+    FilterWords,
+    environment,
+    noun_phrase,
+    render_answer,
+    render_question,
+    render_structured,
+)
 from eqagen.templates.words import label, list_phrase, ordinal, plural, verb
 from tests.predicates.conftest import make_episode
 from tests.predicates.test_filters import kitchen
@@ -95,3 +102,25 @@ def test_balance_key_is_the_same_text_across_scenes_for_the_same_program():
                 assert r.balance_key == render_question(context_for(ep), r.program)
     shared = [k for k, v in by_key.items() if len(v) == 1]
     assert shared
+
+
+def test_noun_phrase_orders_adjectives_and_joins_clauses():
+    words = [
+        FilterWords("pre", 1, "green", ""),
+        FilterWords("post", 1, "on the table", ""),
+        FilterWords("when", 1, "after you opened the fridge", ""),
+        FilterWords("pre", 0, "open", ""),
+        FilterWords("post", 1, "to your left", ""),
+        FilterWords("when", 1, "before you closed the fridge", ""),
+    ]
+    np, when = noun_phrase(QuerySpec("getState", "open", {"subject": "Apple"}), words)
+    assert np == {
+        "something": "something open green on the table to your left",
+        "bare": "open green apple on the table to your left",
+        "the": "the open green apple on the table to your left",
+        "a": "an open green apple on the table to your left",
+        "plural": "open green apples on the table to your left",
+    }
+    assert when == " after you opened the fridge and before you closed the fridge"
+    np, when = noun_phrase(QuerySpec("listObjects"), [])
+    assert (np["a"], np["plural"], np["something"], when) == ("an object", "objects", "something", "")
