@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import jinja2
 
 from eqagen.core import AnswerGroup, FilterSpec, Program, QuerySpec
-from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.registry import REGISTRY
 from eqagen.templates.words import coords, label, list_phrase, ordinal, plural, verb, with_article
 
@@ -174,20 +174,8 @@ def filter_phrase(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> str:
         return render(template, f=spec, v=parts, value=parts["value"], anchor=parts["anchor"], ctx=ctx)
     macro = getattr(filter_macros(), f"{spec.family}_{spec.key}", None)
     if macro is not None:
-        return _macro_phrase(macro, spec, parts)
+        return str(macro(spec, Words(parts))).strip()
     return f"{spec.key.replace('_', ' ')} {parts['value']}{parts['anchor']}"
-
-
-def _macro_phrase(macro: Any, spec: FilterSpec, parts: dict[str, Any]) -> str:
-    """A built-in macro's phrase, cached across episodes: a macro reads only the spec and the readable parts,
-    and the same phrase recurs in many scenes (bounded: cleared when full)."""
-    key = (spec_key(spec), tuple(parts.items()))
-    hit = _MACRO_PHRASES.get(key)
-    if hit is None:
-        if len(_MACRO_PHRASES) >= MAX_CACHED_PHRASES:
-            _MACRO_PHRASES.clear()
-        hit = _MACRO_PHRASES[key] = str(macro(spec, Words(parts))).strip()
-    return hit
 
 
 def event_name(ctx: EpisodeContext, index: int) -> str:
@@ -211,7 +199,6 @@ def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> str:
 
 
 MAX_CACHED_PHRASES = 65536
-_MACRO_PHRASES: dict[tuple, str] = {}
 _SHARED_WORDS: dict[tuple, FilterWords] = {}
 
 

@@ -69,7 +69,6 @@ def test_result_items_are_the_entities_where_they_are_reported():
 def clear_text_caches() -> None:
     """Forget every text the records stage keeps across episodes."""
     render_module._SHARED_WORDS.clear()
-    render_module._MACRO_PHRASES.clear()
     render_module._PROGRAM_TEXTS.clear()
     render_module._answer_text.cache_clear()
 
