@@ -241,7 +241,7 @@ def render_question(ctx: EpisodeContext, program: Program, anchors: dict[int, tu
     return program_texts(program, program_words(ctx, program, anchors))[0]
 
 
-def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[dict[str, str], str]:
+def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[NounPhrase, str]:
     """The noun phrase of the subject with its pre and post filters, and the time clause."""
     pre: list[str] = []
     post: list[str] = []
@@ -251,24 +251,53 @@ def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[dict[str, str],
     for w in sorted(words, key=attrgetter("rank")):
         slots[w.slot].append(w.phrase)
     subject = q.args.get("subject")
-    head = " ".join([*pre, label(subject) if subject else "object"])
-    tail = " " + " ".join(post) if post else ""
-    np = {
-        "something": " ".join(["something", *pre]) + tail,  # for "any object": "something green on the table"
-        "bare": head + tail,
-        "the": f"the {head}{tail}",
-        "a": f"{with_article(head)}{tail}",
-        "plural": f"{plural(head)}{tail}",
-    }
-    return np, " " + " and ".join(when) if when else ""
+    return NounPhrase(pre, label(subject) if subject else "object", post), " " + " and ".join(when) if when else ""
 
 
-def _render_question(template: jinja2.Template, q: QuerySpec, np: dict[str, str], when: str) -> str:
+class NounPhrase:
+    """The subject with its adjectives and post phrases, in the forms question templates read (``np.the``, also
+    ``np["the"]``). Each form is made when it is read: a template reads one or two of the five."""
+
+    FORMS = ("something", "bare", "the", "a", "plural")
+
+    def __init__(self, pre: list[str], noun: str, post: list[str]) -> None:
+        self._pre = pre
+        self._head = " ".join([*pre, noun])
+        self._tail = " " + " ".join(post) if post else ""
+
+    @property
+    def something(self) -> str:
+        """For any object: "something green on the table"."""
+        return " ".join(["something", *self._pre]) + self._tail
+
+    @property
+    def bare(self) -> str:
+        return self._head + self._tail
+
+    @property
+    def the(self) -> str:
+        return f"the {self._head}{self._tail}"
+
+    @property
+    def a(self) -> str:
+        return f"{with_article(self._head)}{self._tail}"
+
+    @property
+    def plural(self) -> str:
+        return f"{plural(self._head)}{self._tail}"
+
+    def __getitem__(self, form: str) -> str:
+        if form not in self.FORMS:
+            raise KeyError(form)
+        return getattr(self, form)
+
+
+def _render_question(template: jinja2.Template, q: QuerySpec, np: NounPhrase, when: str) -> str:
     subject = q.args.get("subject")
     text = render(
         template,
         q=q,
-        np=Words(np),
+        np=np,
         when=when,
         event_verb=verb(q.args.get("kind", "")),
         subject=label(subject) if subject else "object",

@@ -114,7 +114,7 @@ def test_noun_phrase_orders_adjectives_and_joins_clauses():
         FilterWords("when", 1, "before you closed the fridge", ""),
     ]
     np, when = noun_phrase(QuerySpec("getState", "open", {"subject": "Apple"}), words)
-    assert np == {
+    assert {form: np[form] for form in np.FORMS} == {
         "something": "something open green on the table to your left",
         "bare": "open green apple on the table to your left",
         "the": "the open green apple on the table to your left",
@@ -123,4 +123,6 @@ def test_noun_phrase_orders_adjectives_and_joins_clauses():
     }
     assert when == " after you opened the fridge and before you closed the fridge"
     np, when = noun_phrase(QuerySpec("listObjects"), [])
-    assert (np["a"], np["plural"], np["something"], when) == ("an object", "objects", "something", "")
+    assert (np.a, np.plural, np.something, when) == ("an object", "objects", "something", "")
+    with pytest.raises(jinja2.UndefinedError):  # strict, like any missing variable
+        environment().from_string("{{ np.nope }}").render(np=np)
