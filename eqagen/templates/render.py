@@ -84,7 +84,7 @@ def render(template: jinja2.Template, **variables: Any) -> str:
 
 
 class Words(dict):
-    """A dict of words that templates read as attributes (``np.the``) as well as items (``np["the"]``): as
+    """A dict of words that templates read as attributes (``v.value``) as well as items (``v["value"]``): as
     instance attributes, jinja2 finds them without first raising (and catching) an AttributeError."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -126,7 +126,7 @@ def filter_words(ctx: EpisodeContext, spec: FilterSpec, anchor: str = "") -> Fil
         if hit is not None:
             return hit
         if REGISTRY.filter(spec.family, spec.key).phrase is None:
-            if len(_SHARED_WORDS) >= MAX_CACHED_PHRASES:
+            if len(_SHARED_WORDS) >= MAX_CACHED_WORDS:
                 _SHARED_WORDS.clear()
             hit = _SHARED_WORDS[key] = _filter_words(ctx, spec, anchor)
             return hit
@@ -198,7 +198,7 @@ def conjunct(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> str:
     return f"({spec.family}:{fdef.label} = {value}{anchor})"
 
 
-MAX_CACHED_PHRASES = 65536
+MAX_CACHED_WORDS = 65536
 _SHARED_WORDS: dict[tuple, FilterWords] = {}
 
 
@@ -214,9 +214,9 @@ def program_texts(program: Program, words: list[FilterWords]) -> tuple[str, str]
     Cached across episodes: the texts depend on the query, its template and the words only, the same texts
     recur, and rendering costs more than looking them up (bounded: cleared when full)."""
     q = program.query
-    template = REGISTRY.query(q.name).template
+    source = REGISTRY.query(q.name).template  # a registered template's source (None: the package's file)
     try:
-        key = (q.name, q.arg, tuple(sorted(q.args.items())), template, *words)
+        key = (q.name, q.arg, tuple(sorted(q.args.items())), source, *words)
         hit = _PROGRAM_TEXTS.get(key)
     except TypeError:  # an unhashable query arg: render without the cache
         return _render_texts(q, words)
@@ -251,7 +251,8 @@ def noun_phrase(q: QuerySpec, words: list[FilterWords]) -> tuple[NounPhrase, str
     for w in sorted(words, key=attrgetter("rank")):
         slots[w.slot].append(w.phrase)
     subject = q.args.get("subject")
-    return NounPhrase(pre, label(subject) if subject else "object", post), " " + " and ".join(when) if when else ""
+    when_text = " " + " and ".join(when) if when else ""
+    return NounPhrase(pre, label(subject) if subject else "object", post), when_text
 
 
 class NounPhrase:

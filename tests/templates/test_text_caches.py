@@ -142,3 +142,18 @@ def test_render_gives_what_jinja2s_own_render_gives():
         cases.append((file_template(f"questions/{name}.j2"), {**variables, "subject": "cup"}))
     for template, variables in cases:
         assert render(template, **variables) == template.render(**variables)
+
+
+def test_text_caches_stay_bounded(monkeypatch):
+    """Full caches are emptied, and what is made after that is still right."""
+    monkeypatch.setattr(render_module, "MAX_CACHED_TEXTS", 4)
+    monkeypatch.setattr(render_module, "MAX_CACHED_WORDS", 4)
+    clear_text_caches()
+    made = []
+    for ctx, accepted in sampled():
+        rng = derive_rng(2, "text-caches", ctx.episode.episode_id)
+        for acc in accepted:
+            made += [(ctx, acc, r) for r in make_records(ctx, acc, rng)]
+            assert len(render_module._PROGRAM_TEXTS) <= 4 and len(render_module._SHARED_WORDS) <= 4
+    for ctx, acc, record in made:
+        assert (record.question, record.structured_question, record.answer) == fresh_texts(ctx, acc, record)
