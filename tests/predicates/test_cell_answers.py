@@ -11,7 +11,7 @@ import pytest
 
 from eqagen.core import Draws, Program, QuerySpec, derive_rng
 from eqagen.generators import get_backend
-from eqagen.predicates import REGISTRY, QuestionConfig
+from eqagen.predicates import REGISTRY, Outcome, QuestionConfig, register_query
 from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
@@ -146,3 +146,35 @@ def test_size_verdicts_by_preview_agree_with_the_evaluated_answer():
                 exact += 1
                 assert problem not in ("too_many_items", "too_many_targets"), program.signature()
     assert decided["too_many_targets"] > 20 and decided["too_many_items"] > 0 and exact > 1000, (decided, exact)
+
+
+@register_query(
+    "testcountall",
+    args=lambda ctx: [QuerySpec("testcountall")],
+    applies=lambda ctx, q: np.ones(ctx.N, dtype=bool),
+    answer_type="number",
+    categories=("spatial understanding", "counting"),
+    template="How many {{ np.plural }} did you see{{ when }}?",
+)
+def count_all(ctx, query, mask):
+    """Answers every selection, an empty one too ("0"): a query for which an anchor with no cell has a group."""
+    ents = np.flatnonzero(mask.any(axis=0))
+    return Outcome(ents, str(ents.size))
+
+
+def test_an_empty_group_is_kept_for_a_query_that_answers_an_empty_selection():
+    """Cell answers skip an ambiguous filter's empty groups only where the query says nothing about an empty
+    selection: for one that answers it, they are kept, as ``evaluate_raw`` keeps them."""
+    empty_groups = 0
+    for ep in [make_episode(s, 50) for s in range(4)] + list(household_episodes(5)):
+        cells_ctx, masks_ctx = EpisodeContext(ep), EpisodeContext(ep)
+        index = build_index(cells_ctx)
+        ambiguous = [s for s, a in zip(index.specs, index.lists.ambiguous) if a]
+        narrowing = [s for s, a in zip(index.specs, index.lists.ambiguous) if not a][:20]
+        for spec in ambiguous[:10]:
+            for other in narrowing:
+                program = Program((spec, other), QuerySpec("testcountall"))
+                got = evaluate_on_cells(index, program)
+                assert got is not None and same_groups(got, evaluate_raw(masks_ctx, program))
+                empty_groups += sum(g.entities.size == 0 for g in got)
+    assert empty_groups > 20
