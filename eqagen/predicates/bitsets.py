@@ -83,19 +83,10 @@ def rows_to_ints(rows: np.ndarray, layout: CellLayout) -> list[int]:
     return [int.from_bytes(raw[i * n : (i + 1) * n], "little") for i in range(rows.shape[0])]
 
 
-def mask_to_int(mask: np.ndarray, layout: CellLayout) -> int:
-    """A bool ``[K]`` mask of the index's cells as one int."""
-    return rows_to_ints(mask[None, :], layout)[0] if mask.size else 0
-
-
-def value_planes(codes: np.ndarray, layout: CellLayout) -> list[int]:
-    """Int codes ``[K]`` of what a time-reading query reads per cell, as bit planes: plane b holds the
-    cells whose (densely renumbered) code has bit b. Equal codes give equal planes and vice versa."""
-    return rows_to_ints(plane_rows(codes), layout)
-
-
 def plane_rows(codes: np.ndarray) -> np.ndarray:
-    """``value_planes`` as bool ``[B, K]`` rows, before they become ints."""
+    """Int codes ``[K]`` of what a time-reading query reads per cell, as bool bit-plane rows ``[B, K]``
+    (``rows_to_ints`` makes them the planes): plane b holds the cells whose (densely renumbered) code has
+    bit b. Equal codes give equal planes and vice versa."""
     dense = dense_codes(codes)
     n_bits = int(dense.max()).bit_length() if dense.size else 0
     return ((dense[None, :] >> np.arange(n_bits)[:, None]) & 1).astype(bool)
@@ -105,15 +96,14 @@ def dense_codes(codes: np.ndarray) -> np.ndarray:
     """Each code's rank among the distinct codes (``np.unique``'s inverse): by a table over the codes' range
     where it is small (flags, type codes: several times faster than sorting), else by ``np.unique``."""
     codes = np.asarray(codes).ravel()
-    if codes.size == 0 or codes.dtype.kind not in "iub":
-        return np.unique(codes, return_inverse=True)[1].ravel()
-    lo, hi = int(codes.min()), int(codes.max())
-    if hi - lo > 4 * codes.size + 64:
-        return np.unique(codes, return_inverse=True)[1].ravel()
-    shifted = codes.astype(np.int64) - lo
-    present = np.zeros(hi - lo + 1, dtype=bool)
-    present[shifted] = True
-    return (np.cumsum(present) - 1)[shifted]
+    if codes.size and codes.dtype.kind in "iub":
+        lo, hi = int(codes.min()), int(codes.max())
+        if hi - lo <= 4 * codes.size + 64:
+            shifted = codes.astype(np.int64) - lo
+            present = np.zeros(hi - lo + 1, dtype=bool)
+            present[shifted] = True
+            return (np.cumsum(present) - 1)[shifted]
+    return np.unique(codes, return_inverse=True)[1].ravel()
 
 
 @dataclass

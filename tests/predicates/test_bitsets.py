@@ -11,9 +11,8 @@ from eqagen.predicates.bitsets import (
     Previewer,
     cell_layout,
     dense_codes,
-    mask_to_int,
+    plane_rows,
     rows_to_ints,
-    value_planes,
 )
 
 
@@ -60,10 +59,10 @@ def test_previews_match_loops(case):
     starts = np.flatnonzero(np.r_[True, ents[1:] != ents[:-1]])
     layout = cell_layout(ents, starts)
     ints = rows_to_ints(rows, layout)
-    view_int = mask_to_int(view_cells, layout)
-    planes = None if codes is None or events else value_planes(codes, layout)
+    view_int = rows_to_ints(view_cells[None, :], layout)[0]
+    planes = None if codes is None or events else rows_to_ints(plane_rows(codes), layout)
     reported = None if events else reported
-    reported_int = None if reported is None else mask_to_int(reported, layout)
+    reported_int = None if reported is None else rows_to_ints(reported[None, :], layout)[0]
     pv = Previewer(layout, BitView(view_int, planes, events, reported_int))
     used_codes = None if planes is None else codes
     for a in range(rows.shape[0]):
