@@ -55,16 +55,11 @@ def shared_vocabulary(ctx: EpisodeContext) -> dict[str, float]:
     return load_vocabulary(str(path)) if path else {}
 
 
-def spec_priority(spec: FilterSpec, shares: dict[str, float]) -> float:
-    """Lower: preferred. Listed values by how common they are; the others after them, one step further
-    per ordinal and for naming two events ("the second time you opened the drawer" and pairs of events
-    recur in fewer scenes)."""
-    return spec_priorities([spec], shares)[0]
-
-
 def spec_priorities(specs: list[FilterSpec], shares: dict[str, float]) -> list[float]:
-    """``spec_priority`` of each spec, memoised for the process per table and content (one memo lookup for
-    all: an episode has a few hundred specs)."""
+    """Each spec's priority, lower: preferred. Listed values by how common they are; the others after them,
+    one step further per ordinal and for naming two events ("the second time you opened the drawer" and
+    pairs of events recur in fewer scenes). Memoised for the process per table and content (one memo lookup
+    for all: an episode has a few hundred specs)."""
     memo = table_memo(shares)
     out = []
     for spec in specs:
@@ -132,7 +127,7 @@ class EpisodeIndex:
     keys: list[tuple[str, str]]  # the (family, key) pairs with at least one spec
     holds: np.ndarray  # bool [C, K]
     ambiguous: np.ndarray  # bool [C]: names an object with several observed instances
-    priority: np.ndarray  # float [C]: ``spec_priority`` (lower: preferred, shared by more scenes)
+    priority: np.ndarray  # float [C]: ``spec_priorities`` (lower: preferred, shared by more scenes)
     cell_t: np.ndarray  # int [K]
     cell_e: np.ndarray  # int [K], sorted
     ent_starts: np.ndarray  # int: first cell of each distinct entity (for reduceat)
