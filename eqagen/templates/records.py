@@ -19,9 +19,8 @@ from eqagen.predicates.evaluator import to_answer_group
 from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, sample_programs
 from eqagen.templates.render import (
-    anchor_text,
+    anchored_words,
     answer_text,
-    filter_words,
     program_texts,
     program_words,
     readable_value,
@@ -51,10 +50,7 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
     category, express = qdef.categories(program.query)
     where = next((g.filter_index for g in acc.groups if g.anchor >= 0), -1)
     values = [readable_value(answer_type, g.value) for g in groups]
-    # the ambiguous filter's words naming each group's anchor: they introduce the groups in the answer, and the
-    # grounded twin asks about one of them
-    anchored = [filter_words(ctx, program.filters[where], anchor_text(g.anchor)) for g in groups] if where >= 0 else []
-    phrases = [w.phrase for w in anchored] if anchored else [""] * len(groups)
+    anchored = anchored_words(ctx, program, groups, where)
     words = program_words(ctx, program)
     question, structured = program_texts(program, words)
     common = {
@@ -76,7 +72,7 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
             structured_answer=groups,
             answer_key=answer_key(values),
             question=question,
-            answer=answer_text(phrases, values),
+            answer=answer_text(anchored, values),
             grounded=False,
             **common,
         )
@@ -92,7 +88,7 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
                 structured_answer=[group],
                 answer_key=answer_key([values[pick]]),
                 question=grounded_question,
-                answer=answer_text([""], [values[pick]]),
+                answer=answer_text([None], [values[pick]]),
                 grounded=True,
                 **{**common, "balance_key": grounded_balance_key(grounded_question, group.anchor)},
             )

@@ -345,18 +345,25 @@ def render_answer(
 ) -> str:
     """The canonical answer. ``grounded_index`` is the ambiguous filter's position (-1: none): each
     group is then introduced by that filter's phrase naming its anchor."""
-    phrases = [
-        filter_words(ctx, program.filters[grounded_index], anchor_text(g.anchor)).phrase
-        if grounded_index >= 0 and g.anchor is not None
-        else ""
-        for g in groups
-    ]
-    return answer_text(phrases, [readable_value(answer_type, g.value) for g in groups])
+    values = [readable_value(answer_type, g.value) for g in groups]
+    return answer_text(anchored_words(ctx, program, groups, grounded_index), values)
 
 
-def answer_text(phrases: list[str], values: list[str]) -> str:
-    """The canonical answer from each group's phrase ("" when the group names no anchor) and readable value."""
-    return _answer_text(tuple(zip(phrases, values)))
+def anchored_words(
+    ctx: EpisodeContext, program: Program, groups: list[AnswerGroup], where: int
+) -> list[FilterWords | None]:
+    """Per answer group, the words of the filter at position ``where`` naming the group's anchor (None where
+    ``where`` is -1 or the group names no anchor): they introduce the groups in the answer, and a grounded
+    question asks about one of them."""
+    if where < 0:
+        return [None] * len(groups)
+    spec = program.filters[where]
+    return [filter_words(ctx, spec, anchor_text(g.anchor)) if g.anchor is not None else None for g in groups]
+
+
+def answer_text(anchored: list[FilterWords | None], values: list[str]) -> str:
+    """The canonical answer from each group's ``anchored_words`` and readable value."""
+    return _answer_text(tuple((w.phrase if w is not None else "", v) for w, v in zip(anchored, values)))
 
 
 @lru_cache(maxsize=32768)
