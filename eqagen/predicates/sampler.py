@@ -332,10 +332,9 @@ def _first_filters(view: BitView, pv: Previewer, rows: list[int], idx: list[int]
 
 
 def _narrowing_elsewhere(wider_first: dict, missing: list[int], first: dict) -> list[int]:
-    """Of specs ``missing`` from a subject's view, those to compute: one that leaves the answer preview of the
-    view without a subject unchanged leaves the subject's unchanged too (the subject's view holds whole
-    entities of that view, and previews are per entity), so it is recorded as not narrowing here at once (its
-    counts are never read)."""
+    """Of specs ``missing`` from a subject's view, those to compute: one that narrows nothing on the view without
+    a subject narrows nothing here either (``first_filter_exists`` says why), so it is recorded as such at once
+    (its counts are never read)."""
     out = []
     for j in missing:
         hit = wider_first.get(j)
