@@ -5,13 +5,14 @@ shortcuts agree with the filters' own masks; the preview's size verdicts agree w
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from eqagen.core import Draws, Program, QuerySpec, derive_rng
 from eqagen.generators import get_backend
-from eqagen.predicates import REGISTRY, Outcome, QuestionConfig, register_query
+from eqagen.predicates import REGISTRY, Outcome, QuestionConfig
 from eqagen.predicates.cell_answers import evaluate_on_cells
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
@@ -148,23 +149,18 @@ def test_size_verdicts_by_preview_agree_with_the_evaluated_answer():
     assert decided["too_many_targets"] > 20 and decided["too_many_items"] > 0 and exact > 1000, (decided, exact)
 
 
-@register_query(
-    "testcountall",
-    args=lambda ctx: [QuerySpec("testcountall")],
-    applies=lambda ctx, q: np.ones(ctx.N, dtype=bool),
-    answer_type="number",
-    categories=("spatial understanding", "counting"),
-    template="How many {{ np.plural }} did you see{{ when }}?",
-)
 def count_all(ctx, query, mask):
     """Answers every selection, an empty one too ("0"): a query for which an anchor with no cell has a group."""
     ents = np.flatnonzero(mask.any(axis=0))
     return Outcome(ents, str(ents.size))
 
 
-def test_an_empty_group_is_kept_for_a_query_that_answers_an_empty_selection():
+def test_an_empty_group_is_kept_for_a_query_that_answers_an_empty_selection(monkeypatch):
     """Cell answers skip an ambiguous filter's empty groups only where the query says nothing about an empty
-    selection: for one that answers it, they are kept, as ``evaluate_raw`` keeps them."""
+    selection: for one that answers it (listObjects made to count everything, ``count_all``), they are kept,
+    as ``evaluate_raw`` keeps them."""
+    qdef = REGISTRY.query("listObjects")
+    monkeypatch.setitem(REGISTRY.queries, "listObjects", replace(qdef, fn=count_all, at_cells=None))
     empty_groups = 0
     for ep in [make_episode(s, 50) for s in range(4)] + list(household_episodes(5)):
         cells_ctx, masks_ctx = EpisodeContext(ep), EpisodeContext(ep)
@@ -173,7 +169,7 @@ def test_an_empty_group_is_kept_for_a_query_that_answers_an_empty_selection():
         narrowing = [s for s, a in zip(index.specs, index.lists.ambiguous) if not a][:20]
         for spec in ambiguous[:10]:
             for other in narrowing:
-                program = Program((spec, other), QuerySpec("testcountall"))
+                program = Program((spec, other), QuerySpec("listObjects"))
                 got = evaluate_on_cells(index, program)
                 assert got is not None and same_groups(got, evaluate_raw(masks_ctx, program))
                 empty_groups += sum(g.entities.size == 0 for g in got)

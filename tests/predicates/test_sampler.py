@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
-from eqagen.predicates.context import query_key, spec_key
-from eqagen.predicates.sampler import _target_shares, pick_by_shares
+from eqagen.predicates.context import context_for, query_key, spec_key
+from eqagen.predicates.index import build_index
+from eqagen.predicates.sampler import _first_filters, _target_shares, pick_by_shares
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
 from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
@@ -175,12 +177,6 @@ def test_query_and_spec_keys_are_hashable_and_follow_content():
 def test_a_subject_view_skips_only_specs_that_narrow_nothing_without_the_subject():
     """``_first_filters`` on a subject's view marks a spec as not narrowing when it narrows nothing on the view
     without a subject: every verdict and count equals the one computed on the subject's view alone."""
-    from dataclasses import replace
-
-    from eqagen.predicates.context import context_for
-    from eqagen.predicates.index import build_index
-    from eqagen.predicates.sampler import _first_filters
-
     compared = skipped = 0
     for ep in household_episodes(30):
         index = build_index(context_for(ep))
