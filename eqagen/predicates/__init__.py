@@ -12,7 +12,6 @@ from eqagen.predicates.evaluator import evaluate
 from eqagen.predicates.registry import (
     REGISTRY,
     Anchored,
-    KeyRows,
     Outcome,
     declare_world_family,
     extend_world_family,
@@ -35,7 +34,6 @@ __all__ = [
     "REGISTRY",
     "Anchored",
     "EpisodeContext",
-    "KeyRows",
     "NamedEvent",
     "Outcome",
     "QuestionConfig",

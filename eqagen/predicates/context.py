@@ -1,16 +1,15 @@
 """The per-episode evaluation context: the episode's ``[t, entity]`` arrays, built once and shared.
 
 Filters and queries read only this object. DATA, the set of observations, is ``ctx.data``: the
-``(t, entity)`` pairs the agent saw (visible) while the entity existed. Derived arrays (egocentric
-coordinates, attribute columns) are computed on first use and memoised, as are filter selections.
+``(t, entity)`` pairs the agent saw (visible) while the entity existed. Every field is computed when the
+context is built (an episode's arrays are small: about 100 steps by 30 entities in a household), so
+nothing is memoised behind the predicates' backs: a filter's selection is its definition, called.
 """
 
 from __future__ import annotations
 
 import json
-import weakref
-from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,133 +97,84 @@ class EpisodeContext:
         self.first_seen: np.ndarray = np.where(self.observed, self.data.argmax(axis=0), -1)
         self.pose: np.ndarray = episode.steps.pose.astype(np.float64)
         self.events: list[NamedEvent] = name_events(episode)
-        self._memo: dict[Any, Any] = {}
-        self._selections: dict[tuple, np.ndarray | Anchored] = {}
-        self._per_spec: dict[tuple, tuple[FilterSpec, Any]] = {}
-
-    # -- cached derived arrays -------------------------------------------------------------------
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """Compute once per episode (extensions use this for their own derived arrays)."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
-
-    def per_spec(self, kind: str, spec: FilterSpec, extra: Any, compute: Callable[[], Any]) -> Any:
-        """``compute()`` memoised per spec *object* and ``extra`` (hashable): the sampler's programs hold the
-        index's own spec objects, so a filter's selection or text is found again without hashing the spec's
-        content. The entry holds the spec, so its id is not reused meanwhile."""
-        key = (kind, id(spec), extra)
-        hit = self._per_spec.get(key)
-        if hit is not None and hit[0] is spec:
-            return hit[1]
-        value = compute()
-        self._per_spec[key] = (spec, value)
-        return value
+        self.flags: dict[str, np.ndarray] = {f: tl.field(f).astype(bool) for f in tl.flags}
+        # the distinct type names, sorted, and each entity's index among them
+        self.type_names, self.type_code = np.unique(self.types.astype(str), return_inverse=True)
+        # [T, N, 3] positions in the agent's frame at each step (x right, y up, z forward)
+        self.ego: np.ndarray = to_egocentric(self.position, self.pose[:, None, :3], self.pose[:, None, 3])
+        # every ordered pair of distinct entities seen at the same step t, and e's offset from a in the
+        # agent's frame at t ([P, 3]): what the situated relations read
+        self.pair_t, self.pair_e, self.pair_a = covisible_pairs(self.data)
+        self.pair_offset: np.ndarray = self.ego[self.pair_t, self.pair_e] - self.ego[self.pair_t, self.pair_a]
+        # (t, e) of every observation and of every event's (step, entity), sorted by entity then step: the
+        # cells the sampler's index works on
+        self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)
 
     def flag(self, name: str) -> np.ndarray:
         """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""
-        tl = self.episode.timeline
-        if name not in tl.initial:
-            return self.memo(("noflag",), lambda: np.zeros((self.T, self.N), dtype=bool))
-        return self.memo(("flag", name), lambda: tl.field(name).astype(bool))
+        hit = self.flags.get(name)
+        return hit if hit is not None else np.zeros((self.T, self.N), dtype=bool)
 
     def attribute(self, name: str) -> np.ndarray:
         """Object ``[N]`` array of a static attribute (None where an entity lacks it)."""
-        return self.memo(("attr", name), lambda: np.asarray(self.episode.entities.attribute(name), dtype=object))
+        return np.asarray(self.episode.entities.attribute(name), dtype=object)
 
     def capable(self, capability: str) -> np.ndarray:
-        return self.memo(("cap", capability), lambda: self.episode.entities.has_capability(capability))
+        return self.episode.entities.has_capability(capability)
 
     def of_type(self, type_name: str) -> np.ndarray:
         """Bool ``[N]``: entities of one type."""
-        return self.memo(("type", type_name), lambda: self.types == type_name)
+        return self.types == type_name
 
     def instances(self, type_name: str) -> np.ndarray:
         """Observed entities of one type (int array): the candidate anchors of a named object."""
-        return self.memo(("inst", type_name), lambda: np.flatnonzero(self.of_type(type_name) & self.observed))
-
-    def type_codes(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct type names, sorted, and each entity's index among them (memoised)."""
-        return self.memo(("type_codes",), lambda: np.unique(self.types.astype(str), return_inverse=True))
+        return np.flatnonzero(self.of_type(type_name) & self.observed)
 
     def observed_types(self) -> list[str]:
-        return self.memo(("otypes",), lambda: sorted(set(self.types[self.observed].tolist())))
-
-    @property
-    def ego(self) -> np.ndarray:
-        """``[T, N, 3]`` positions in the agent's frame at each step (x right, y up, z forward)."""
-        return self.memo(("ego",), lambda: to_egocentric(self.position, self.pose[:, None, :3], self.pose[:, None, 3]))
-
-    @property
-    def cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(t, e)`` of every observation and of every event's (step, entity), sorted by entity then step:
-        the cells the sampler works on (``build_index``)."""
-
-        def compute() -> tuple[np.ndarray, np.ndarray]:
-            cells = self.data.copy()
-            for e in self.events:
-                cells[e.t, e.entity] = True
-            cell_e, cell_t = np.nonzero(cells.T)
-            return cell_t, cell_e
-
-        return self.memo(("cells",), compute)
+        return sorted(set(self.types[self.observed].tolist()))
 
     def flat_cells(self) -> np.ndarray:
-        """Int ``[K]``: each of ``cells``' index in a flattened ``[T, N]`` array (memoised)."""
-        return self.memo(("flat_cells",), lambda: self.cells[0] * self.N + self.cells[1])
+        """Int ``[K]``: each cell's index in a flattened ``[T, N]`` array."""
+        return self.cell_t * self.N + self.cell_e
 
     def at_cells(self, arr: np.ndarray) -> np.ndarray:
-        """``arr[ts, es]`` at ``self.cells`` for a ``[T, N, ...]`` array: one gather at flat indices where the
-        array is contiguous (numpy's indexing by two index arrays takes several times as long)."""
-        if not arr.flags.c_contiguous:
-            return arr[self.cells]
-        return arr.reshape(self.T * self.N, *arr.shape[2:])[self.flat_cells()]
-
-    def data_at_cells(self) -> np.ndarray:
-        """Bool ``[K]``: which of ``cells`` are observations (the others are events only; memoised)."""
-        return self.memo(("data_at_cells",), lambda: self.at_cells(self.data))
-
-    def parent_at_cells(self) -> np.ndarray:
-        """Int ``[K]``: what holds each cell's entity at its step (-1: nothing; memoised)."""
-        return self.memo(("parent_at_cells",), lambda: self.at_cells(self.parent))
+        """``arr[t, e]`` at every cell, for a ``[T, N, ...]`` array."""
+        return arr[self.cell_t, self.cell_e]
 
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
-        """Where an anchor is named: its position when the agent first saw it, rounded to centimetres
-        (memoised per entity)."""
-        cache = self.memo(("anchor_positions",), dict)
-        hit = cache.get(entity)
-        if hit is None:
-            t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
-            x, y, z = self.position[t, entity]
-            hit = cache[entity] = (round(float(x), 2), round(float(y), 2), round(float(z), 2))
-        return hit
+        """Where an anchor is named: its position when the agent first saw it, in metres rounded to the
+        centimetre."""
+        t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
+        x, y, z = self.position[t, entity].tolist()
+        return (round(x, 2), round(y, 2), round(z, 2))
 
-    # -- filter selections ------------------------------------------------------------------------
     def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:
-        """The filter's selection, memoised per spec (filters are pure); looked up by the spec object first
-        (the sampler passes the same objects again and again), then by its content."""
-        return self.per_spec("selection", spec, None, lambda: self._selection_by_content(spec))
-
-    def _selection_by_content(self, spec: FilterSpec) -> np.ndarray | Anchored:
-        key = spec_key(spec)
-        sel = self._selections.get(key)
-        if sel is None:
-            sel = self._selections[key] = REGISTRY.filter(spec.family, spec.key).fn(self, spec)
-        return sel
+        """The filter's selection: its registered definition, called."""
+        return REGISTRY.filter(spec.family, spec.key).fn(self, spec)
 
 
-_CONTEXTS: OrderedDict[int, tuple[weakref.ref, EpisodeContext]] = OrderedDict()
-_MAX_CONTEXTS = 8  # a few recent episodes; a context refers to its episode, so the cache is bounded
+def covisible_pairs(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, e, a)`` for every ordered pair of distinct entities seen at the same step (vectorised)."""
+    ts, es = np.nonzero(data)  # sorted by step
+    counts = np.bincount(ts, minlength=data.shape[0])
+    first = np.cumsum(counts) - counts
+    partners = counts[ts]
+    i = np.repeat(np.arange(ts.size), partners)
+    offset = np.arange(i.size) - np.repeat(np.cumsum(partners) - partners, partners)
+    j = first[ts[i]] + offset
+    keep = es[i] != es[j]
+    return ts[i][keep], es[i][keep], es[j][keep]
+
+
+def observation_and_event_cells(data: np.ndarray, events: list[NamedEvent]) -> tuple[np.ndarray, np.ndarray]:
+    """``(cell_t, cell_e)``: the observations and the events' (step, entity), sorted by entity then step."""
+    cells = data.copy()
+    for e in events:
+        cells[e.t, e.entity] = True
+    cell_e, cell_t = np.nonzero(cells.T)
+    return cell_t, cell_e
 
 
 def context_for(episode: Episode) -> EpisodeContext:
-    """The shared context of an episode (built on first use; the last few are kept)."""
-    hit = _CONTEXTS.get(id(episode))
-    if hit is not None and hit[0]() is episode:
-        _CONTEXTS.move_to_end(id(episode))
-        return hit[1]
-    ctx = EpisodeContext(episode)
-    _CONTEXTS[id(episode)] = (weakref.ref(episode), ctx)
-    while len(_CONTEXTS) > _MAX_CONTEXTS:
-        _CONTEXTS.popitem(last=False)
-    return ctx
+    """The evaluation context of an episode (built anew: callers keep it for as long as they need it)."""
+    return EpisodeContext(episode)

@@ -9,6 +9,7 @@ nothing are dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,25 +36,23 @@ class RawGroup:
     last_t: np.ndarray
 
 
+Select = Callable[[FilterSpec], "np.ndarray | Anchored"]
+
+
 def base_mask(ctx: EpisodeContext, program: Program, qdef: QueryDef) -> np.ndarray:
     """DATA (for queries over observations) AND the subject AND what the query applies to: ``[T, N]``."""
     q = program.query
-    subject = q.args.get("subject")
-
-    def compute() -> np.ndarray:
-        cols = qdef.applies(ctx, q)
-        if subject:
-            cols = cols & ctx.of_type(subject)
-        return ctx.data & cols[None, :] if qdef.observed else np.broadcast_to(cols, (ctx.T, ctx.N))
-
-    return ctx.memo(("base_mask", q.name, q.arg, subject), compute)
+    cols = qdef.applies(ctx, q)
+    if q.args.get("subject"):
+        cols = cols & ctx.of_type(q.args["subject"])
+    return ctx.data & cols[None, :] if qdef.observed else np.broadcast_to(cols, (ctx.T, ctx.N))
 
 
-def combine(ctx: EpisodeContext, filters: tuple[FilterSpec, ...], mask: np.ndarray):
+def combine(ctx: EpisodeContext, filters: tuple[FilterSpec, ...], mask: np.ndarray, select: Select):
     """AND the filters into ``mask``; returns (mask, ambiguous Anchored or None, its filter index)."""
     grouped, where = None, -1
     for i, spec in enumerate(filters):
-        sel = ctx.selection(spec)
+        sel = select(spec)
         if isinstance(sel, Anchored):
             if len(sel) == 1:
                 sel = sel.masks[0]
@@ -68,10 +67,12 @@ def combine(ctx: EpisodeContext, filters: tuple[FilterSpec, ...], mask: np.ndarr
     return mask, grouped, where
 
 
-def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
-    """The answer groups of a program (no text). Raises SeveralAmbiguousFilters."""
+def evaluate_raw(ctx: EpisodeContext, program: Program, select: Select | None = None) -> list[RawGroup]:
+    """The answer groups of a program (no text). Raises SeveralAmbiguousFilters. ``select`` gives a
+    filter's selection; by default its definition, called (the sampler passes the selections its index
+    computed from the same definitions once per episode)."""
     qdef = REGISTRY.query(program.query.name)
-    mask, grouped, where = combine(ctx, program.filters, base_mask(ctx, program, qdef))
+    mask, grouped, where = combine(ctx, program.filters, base_mask(ctx, program, qdef), select or ctx.selection)
     pairs = [(-1, mask)] if grouped is None else list(zip(grouped.anchors.tolist(), grouped.masks & mask[None]))
     groups = []
     for anchor, gmask in pairs:
@@ -81,11 +82,6 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
         last_t = out.steps if out.steps is not None else last_step(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
     return groups
-
-
-def answer_key(groups: list[RawGroup]) -> tuple:
-    """What effectiveness compares: each group's entities and value, whatever its anchor."""
-    return tuple(sorted((tuple(g.entities.tolist()), g.value) for g in groups))
 
 
 # -- structured answers ----------------------------------------------------------------------------------
@@ -113,17 +109,6 @@ def caption(ctx: EpisodeContext, entity: int) -> str:
     return " ".join([*words, str(ctx.types[entity])])
 
 
-def entity_labels(ctx: EpisodeContext) -> tuple[list[str], list[str], list[str]]:
-    """Per entity: instance id, type and caption (memoised per episode)."""
-
-    def compute() -> tuple[list[str], list[str], list[str]]:
-        n = len(ctx.types)
-        ids = list(ctx.episode.entities.instance_id)
-        return ids, [str(t) for t in ctx.types.tolist()], [caption(ctx, e) for e in range(n)]
-
-    return ctx.memo(("entity_labels",), compute)
-
-
 def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
     anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
     if anchor is not None:
@@ -134,24 +119,17 @@ def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> Answe
 
 
 def result_items(ctx: EpisodeContext, g: RawGroup) -> tuple[ResultItem, ...]:
-    """The group's entities where they are reported, as ResultItems (memoised per entity and step: the same
-    observation is reported by many questions of an episode; the items are frozen, so they can be shared)."""
-    cache: dict[tuple[int, int], ResultItem] = ctx.memo(("result_items",), dict)
-    items = []
-    for key in zip(g.entities.tolist(), g.last_t.tolist()):
-        item = cache.get(key)
-        if item is None:
-            item = cache[key] = result_item(ctx, *key)
-        items.append(item)
-    return tuple(items)
+    """The group's entities where they are reported, as ResultItems."""
+    return tuple(result_item(ctx, e, t) for e, t in zip(g.entities.tolist(), g.last_t.tolist()))
 
 
 def result_item(ctx: EpisodeContext, entity: int, t: int) -> ResultItem:
-    """One entity where it is reported at step ``t``, its position rounded to centimetres (one entity's row is
-    read at a time: most groups hold one or two entities, too few for a gather to pay)."""
-    ids, types, captions = entity_labels(ctx)
+    """One entity where it is reported at step ``t``, its position in metres rounded to the centimetre."""
     x, y, z = ctx.position[t, entity].tolist()
-    return ResultItem(ids[entity], types[entity], (round(x, 2), round(y, 2), round(z, 2)), captions[entity])
+    instance_id = ctx.episode.entities.instance_id[entity]
+    return ResultItem(
+        instance_id, str(ctx.types[entity]), (round(x, 2), round(y, 2), round(z, 2)), caption(ctx, entity)
+    )
 
 
 def evaluate_context(ctx: EpisodeContext, program: Program) -> list[AnswerGroup]:

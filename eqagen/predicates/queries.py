@@ -14,7 +14,7 @@ import numpy as np
 from eqagen.core import QuerySpec
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import state_capable
-from eqagen.predicates.registry import CellSelection, Outcome, register_query
+from eqagen.predicates.registry import Outcome, register_query
 
 STATE_WORDS = {
     "open": ("open", "closed"),
@@ -66,17 +66,12 @@ def _list_outcome(ctx: EpisodeContext, ents: np.ndarray) -> Outcome | None:
     return Outcome(ents, ", ".join(sorted(ctx.types[ents].tolist()))) if ents.size else None
 
 
-def list_objects_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    return _list_outcome(ctx, sel.runs()[0])
-
-
 @register_query(
     "listObjects",
     args=lambda ctx: [QuerySpec("listObjects")],
     applies=_everything,
     answer_type="objects",
     categories=("object recognition", "object"),
-    at_cells=list_objects_at_cells,
 )
 def list_objects(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The types of the entities seen, sorted, with repeats ("Apple, Cup, Cup")."""
@@ -97,25 +92,6 @@ def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome 
     return Outcome(ents, str(int(hit.sum())), last)
 
 
-def count_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    if query.arg == "objects":
-        ents, last = sel.restrict(ctx.data_at_cells()).runs()
-        return Outcome(ents, str(ents.size), last) if ents.size else None
-    t, ent = event_arrays(ctx, query.args["kind"])
-    return _events_outcome(t, ent, sel.mask[event_cell_indices(ctx, query.args["kind"])])
-
-
-def event_cell_indices(ctx: EpisodeContext, kind: str) -> np.ndarray:
-    """Where each event of one kind (``event_arrays``' order) sits among ``ctx.cells`` (memoised)."""
-
-    def compute() -> np.ndarray:
-        t, ent = event_arrays(ctx, kind)
-        ts, es = ctx.cells
-        return np.searchsorted(es * ctx.T + ts, ent * ctx.T + t)  # the cells are sorted by entity, then step
-
-    return ctx.memo(("event_cells", kind), compute)
-
-
 @register_query(
     "count",
     args=count_args,
@@ -123,7 +99,6 @@ def event_cell_indices(ctx: EpisodeContext, kind: str) -> np.ndarray:
     answer_type="number",
     categories=("spatial understanding", "counting"),
     observed=False,
-    at_cells=count_at_cells,
 )
 def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at
@@ -137,13 +112,9 @@ def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | 
 
 
 def event_arrays(ctx: EpisodeContext, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """Steps and entities of the events of one kind (memoised)."""
-
-    def compute() -> tuple[np.ndarray, np.ndarray]:
-        evs = [e for e in ctx.events if e.kind == kind]
-        return np.array([e.t for e in evs], dtype=np.int64), np.array([e.entity for e in evs], dtype=np.int64)
-
-    return ctx.memo(("events", kind), compute)
+    """Steps and entities of the events of one kind."""
+    evs = [e for e in ctx.events if e.kind == kind]
+    return np.array([e.t for e in evs], dtype=np.int64), np.array([e.entity for e in evs], dtype=np.int64)
 
 
 # -- getState ---------------------------------------------------------------------------------------------
@@ -157,11 +128,6 @@ def _state_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray, last
     return Outcome(ents, join_values([state_word(query.arg, bool(v)) for v in flags]), last)
 
 
-def get_state_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    ents, last = sel.runs()
-    return _state_outcome(ctx, query, ents, last) if ents.size else None
-
-
 @register_query(
     "getState",
     args=state_args,
@@ -169,8 +135,7 @@ def get_state_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection
     answer_type="state",
     categories=("object state recognition", "state"),
     max_targets=True,
-    time_value=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
-    at_cells=get_state_at_cells,
+    value_codes=lambda ctx, q: ctx.flag(q.arg).astype(np.int64),
 )
 def get_state(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The state of each entity the last time the agent saw it within the selection."""
@@ -194,10 +159,6 @@ def _property_outcome(ctx: EpisodeContext, query: QuerySpec, ents: np.ndarray) -
     return Outcome(ents, join_values([str(v) for v in ctx.attribute(query.arg)[ents]])) if ents.size else None
 
 
-def get_property_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    return _property_outcome(ctx, query, sel.runs()[0])
-
-
 @register_query(
     "getProperty",
     args=property_args,
@@ -205,21 +166,22 @@ def get_property_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelect
     answer_type=lambda q: q.arg,
     categories=property_categories,
     max_targets=True,
-    at_cells=get_property_at_cells,
+    value_codes=lambda ctx, q: attribute_codes(ctx, q.arg),
 )
 def get_property(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     return _property_outcome(ctx, query, seen_entities(mask))
 
 
+def attribute_codes(ctx: EpisodeContext, name: str) -> np.ndarray:
+    """Int ``[T, N]``: a code of each entity's attribute value (static: the same at every step)."""
+    _, codes = np.unique(ctx.attribute(name).astype(str), return_inverse=True)
+    return np.broadcast_to(codes.ravel(), (ctx.T, ctx.N))
+
+
 def receptacle_type_codes(ctx: EpisodeContext) -> np.ndarray:
     """Int ``[T, N]``: a code of the type of each entity's receptacle (-1: none)."""
-
-    def compute() -> np.ndarray:
-        _, codes = ctx.type_codes()
-        padded = np.append(codes, -1)  # parent -1 indexes the trailing -1
-        return padded[ctx.parent]
-
-    return ctx.memo(("receptacle_type_codes",), compute)
+    padded = np.append(ctx.type_code, -1)  # parent -1 indexes the trailing -1
+    return padded[ctx.parent]
 
 
 # -- getLocation ------------------------------------------------------------------------------------------
@@ -231,11 +193,6 @@ def _location_outcome(ctx: EpisodeContext, ents: np.ndarray, last: np.ndarray) -
     return Outcome(ents[held], join_values(ctx.types[parents[held]].tolist()), last[held])
 
 
-def get_location_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelection) -> Outcome | None:
-    ents, last = sel.runs()
-    return _location_outcome(ctx, ents, last) if ents.size else None
-
-
 @register_query(
     "getLocation",
     args=lambda ctx: [QuerySpec("getLocation")] if (ctx.parent[ctx.data] >= 0).any() else [],
@@ -243,10 +200,9 @@ def get_location_at_cells(ctx: EpisodeContext, query: QuerySpec, sel: CellSelect
     answer_type="location",
     categories=("object localization", "location"),
     max_targets=True,
-    time_value=lambda ctx, q: receptacle_type_codes(ctx),
+    value_codes=lambda ctx, q: receptacle_type_codes(ctx),
     seeds=lambda ctx, q: ctx.data & (ctx.parent >= 0),
     reports=lambda ctx, q: ctx.parent >= 0,
-    at_cells=get_location_at_cells,
 )
 def get_location(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The receptacle type holding each entity the last time the agent saw it within the selection;

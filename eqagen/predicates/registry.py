@@ -69,65 +69,13 @@ class Outcome:
     steps: np.ndarray | None = None  # int [k]: where each entity is reported; None: its last selected step
 
 
-class CellSelection:
-    """One group's selection as a bool mask over ``ctx.cells`` (sorted by entity, then step): what a query's
-    ``at_cells`` shortcut reads in place of a ``[T, N]`` mask."""
-
-    def __init__(self, mask: np.ndarray, cell_t: np.ndarray, cell_e: np.ndarray):
-        self.mask, self.cell_t, self.cell_e = mask, cell_t, cell_e
-        self._runs: tuple[np.ndarray, np.ndarray] | None = None
-
-    def restrict(self, keep: np.ndarray) -> CellSelection:
-        """The selection ANDed with another bool mask over the cells."""
-        return CellSelection(self.mask & keep, self.cell_t, self.cell_e)
-
-    def runs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The selected entities (sorted, distinct) and each one's last selected step."""
-        if self._runs is None:
-            ks = self.mask.nonzero()[0]
-            es = self.cell_e[ks]
-            ends = np.ones(ks.size, dtype=bool)  # where the entity changes (no list-to-array conversion)
-            np.not_equal(es[1:], es[:-1], out=ends[:-1])
-            last = ends.nonzero()[0]
-            self._runs = es[last], self.cell_t[ks[last]]
-        return self._runs
-
-    def last_steps(self, entities: np.ndarray) -> np.ndarray:
-        """The last selected step of each of ``entities`` (selected ones)."""
-        ents, last = self.runs()
-        return last if entities is ents else last[np.searchsorted(ents, entities)]
-
-
 FilterFn = Callable[["EpisodeContext", FilterSpec], "np.ndarray | Anchored"]
 ValuesFn = Callable[["EpisodeContext", str], Iterable[FilterSpec]]
-RowsAtCellsFn = Callable[["EpisodeContext", str], "KeyRows"]
-AnchorsAtCellsFn = Callable[["EpisodeContext", FilterSpec], tuple[np.ndarray, np.ndarray]]
 QueryFn = Callable[["EpisodeContext", QuerySpec, np.ndarray], "Outcome | None"]
-QueryAtCellsFn = Callable[["EpisodeContext", QuerySpec, CellSelection], "Outcome | None"]
 QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 CategoryFn = Callable[[QuerySpec], tuple[str, str]]
 SeedsFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
-
-
-@dataclass(frozen=True)
-class KeyRows:
-    """One filter key's satisfiable specs in an episode (as its ``values`` lists them, in that order), each
-    one's selection at ``ctx.cells`` (union over anchors), and which are ambiguous (several anchors)."""
-
-    specs: list[FilterSpec]
-    rows: np.ndarray  # bool [S, K]
-    ambiguous: np.ndarray  # bool [S]
-
-    @classmethod
-    def build(cls, ctx: EpisodeContext, specs: list[FilterSpec], rows: Any, ambiguous: Any = None) -> KeyRows:
-        """From the specs' rows at ``ctx.cells`` (a ``[S, K]`` array or a list of ``[K]`` rows) and their
-        ambiguity (none ambiguous by default)."""
-        k = ctx.cells[0].size
-        if not isinstance(rows, np.ndarray):
-            rows = np.stack(rows) if rows else np.zeros((0, k), dtype=bool)
-        flags = np.zeros(len(specs), dtype=bool) if ambiguous is None else np.asarray(ambiguous, dtype=bool)
-        return cls(specs, rows.astype(bool, copy=False).reshape(len(specs), k), flags)
 
 
 @dataclass(frozen=True)
@@ -141,10 +89,6 @@ class FilterDef:
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
-    # optional shortcut for the sampler's index: a key's specs and their rows at ``ctx.cells``, in bulk
-    rows_at_cells: RowsAtCellsFn | None = None
-    # optional shortcut for the sampler's evaluation: (anchors [G], each anchor's mask at ``ctx.cells`` [G, K])
-    anchors_at_cells: AnchorsAtCellsFn | None = None
 
 
 @dataclass(frozen=True)
@@ -159,16 +103,14 @@ class QueryDef:
     categories: CategoryFn  # (OpenEQA category, EXPRESS-Bench category)
     observed: bool = True  # True: the group mask is restricted to DATA (what the agent saw)
     max_targets: bool = False  # True: at most QuestionConfig.max_query_targets entities per group
-    # [T, N] int codes of what the query reads at an entity's last selected step (its state, its
-    # receptacle's type); None when the answer does not depend on when entities were seen
-    time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None
+    # [T, N] int codes of the value the query reports for an entity seen at a step (its state, its
+    # receptacle's type, its attribute); None when the answer is made of the entities alone (list, count)
+    value_codes: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None
     template: str | None = None  # jinja2 source of the question; None: templates/questions/<name>.j2
     seeds: SeedsFn | None = None  # bool [T, N]: observations a question can be built around (default DATA)
     # bool [T, N]: where an entity's last selected step must be for the query to name it (getLocation: held
     # by something); None: the query names every entity it sees
     reports: SeedsFn | None = None
-    # optional shortcut for the sampler's evaluation: ``fn`` on a group given as cells of ``ctx.cells``
-    at_cells: QueryAtCellsFn | None = None
 
 
 @dataclass
@@ -250,8 +192,6 @@ def register_filter(
     slot: str = "post",
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
-    rows_at_cells: RowsAtCellsFn | None = None,
-    anchors_at_cells: AnchorsAtCellsFn | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
 
@@ -260,12 +200,9 @@ def register_filter(
     ``post`` (after the noun: "on the countertop") or ``when`` (a time clause). ``phrases`` maps a key to
     jinja2 source rendered with ``f`` (the FilterSpec), ``value`` (its readable value), ``anchor``
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
-    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``rows_at_cells(ctx, key)`` (optional, for
-    speed) returns a :class:`KeyRows`: the key's specs as ``values`` lists them, what ``fn`` gives for each
-    at ``ctx.cells`` (``[S, K]``, union over anchors) and which are ambiguous, computed for the whole key
-    at once; it must agree with ``values`` and ``fn``. ``anchors_at_cells(ctx, spec)`` (optional,
-    for speed) returns an :class:`Anchored` selection's anchors and each anchor's mask at ``ctx.cells``
-    (``[G, K]``), in ``fn``'s anchor order; it must agree with ``fn`` too.
+    ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``fn`` is the filter's one definition: the
+    sampler's index evaluates it once per satisfiable spec and episode, and reads everything else from
+    its selections.
     """
     if slot not in SLOTS:
         raise ValueError(f"slot '{slot}' is not one of {SLOTS}")
@@ -280,8 +217,6 @@ def register_filter(
                 slot=slot,
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
-                rows_at_cells=rows_at_cells,
-                anchors_at_cells=anchors_at_cells,
             )
         return fn
 
@@ -296,25 +231,24 @@ def register_query(
     categories: tuple[str, str] | CategoryFn,
     observed: bool = True,
     max_targets: bool = False,
-    time_value: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None,
+    value_codes: Callable[[EpisodeContext, QuerySpec], np.ndarray] | None = None,
     template: str | None = None,
     seeds: SeedsFn | None = None,
     reports: SeedsFn | None = None,
-    at_cells: QueryAtCellsFn | None = None,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
     ``mask`` is one group's ``[T, N]`` selection (filters AND subject AND ``applies``; also AND DATA
     when ``observed``). Return None when the group says nothing (it is then dropped). ``seeds(ctx, query)``
     (optional) gives the bool ``[T, N]`` observations the sampler may build a question around (default:
-    DATA of the entities the query applies to). ``time_value(ctx, query)`` (for queries that report what
-    held the last time an entity was seen) gives int ``[T, N]`` codes of that value, so the sampler can
-    tell whether a filter that only changes *when* things were seen changes the answer. ``reports(ctx,
+    DATA of the entities the query applies to). ``value_codes(ctx, query)`` (for queries whose answer is
+    the distinct values of what they report: a state, a property, a receptacle) gives int ``[T, N]`` codes of
+    the value reported for an entity at its last selected step, so the sampler can preview whether a filter
+    changes the answer's values and not only its entities. ``reports(ctx,
     query)`` (optional) gives the bool ``[T, N]`` cells where an entity's last selected step must be for
     the query to name it (getLocation: held by something), so the sampler's preview names the same
-    entities as the answer. ``at_cells(ctx, query, selection)`` (optional, for speed) gives ``fn``'s outcome
-    for a group given as a :class:`CellSelection` of ``ctx.cells`` (DATA and event cells: all a query over
-    observations can see); it must agree with ``fn``.
+    entities as the answer. ``fn`` is the query's one definition; ``value_codes`` and ``reports`` only
+    describe it to the sampler's preview (``bitsets``), which a test holds equal to ``fn``.
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -329,11 +263,10 @@ def register_query(
             categories=cats,
             observed=observed,
             max_targets=max_targets,
-            time_value=time_value,
+            value_codes=value_codes,
             template=template,
             seeds=seeds,
             reports=reports,
-            at_cells=at_cells,
         )
         return fn
 

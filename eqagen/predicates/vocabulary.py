@@ -67,34 +67,12 @@ def priority(text: str, shares: dict[str, float]) -> float:
     return (1.0 - share) * 0.999 + tie if share is not None else 1.0 + stable_priority(text)
 
 
-def table_memo(shares: dict[str, float]) -> dict:
-    """A dict for results derived from one vocabulary table, kept for the process (the table is held with
-    it, so its id is not reused; every empty table shares one)."""
-    slot = id(shares) if shares else None
-    memo = _TABLE_MEMOS.get(slot)
-    if memo is None:
-        memo = _TABLE_MEMOS[slot] = (shares, {})
-    return memo[1]
-
-
-_TABLE_MEMOS: dict[int | None, tuple[dict[str, float], dict]] = {}
-
-
-def type_priority(type_name: str, shares: dict[str, float]) -> float:
-    """``priority`` of a type's text (memoised per table)."""
-    memo = table_memo(shares)
-    hit = memo.get(("type", type_name))
-    if hit is None:
-        hit = memo[("type", type_name)] = priority(type_text(type_name), shares)
-    return hit
-
-
 def episode_vocabulary(episode: Episode) -> set[str]:
     """The text keys one episode can use: its satisfiable filter specs and the types it saw."""
-    from eqagen.predicates.context import context_for
+    from eqagen.predicates.context import EpisodeContext
     from eqagen.predicates.index import build_index
 
-    index = build_index(context_for(episode))
+    index = build_index(EpisodeContext(episode))
     seen = index.ctx.types[index.ctx.observed]
     return {spec_text(s) for s in index.specs} | {type_text(str(t)) for t in seen}
 

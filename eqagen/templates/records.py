@@ -12,7 +12,6 @@ import numpy as np
 
 from eqagen import GENERATOR_VERSION
 from eqagen.core import Episode, QARecord
-from eqagen.core.gcpause import gc_paused
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import to_answer_group
@@ -77,8 +76,8 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
             **common,
         )
     ]
-    if where >= 0:
-        pick = int(rng.integers(0, len(groups)))
+    if acc.grounded is not None:
+        pick = acc.grounded
         group = groups[pick]
         words[where] = anchored[pick]
         grounded_question, grounded_structured = program_texts(program, words)
@@ -99,10 +98,8 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
 def sample_questions(
     episode: Episode, config: QuestionConfig, rng: np.random.Generator
 ) -> tuple[list[QARecord], Counter[str]]:
-    """Question records of one episode and the count of rejected candidate programs by reason (with the
-    cyclic garbage collector paused: the episode's structures make no cycles, see ``core.gcpause``)."""
-    with gc_paused():
-        ctx = context_for(episode)
-        accepted, rejections = sample_programs(ctx, config, rng)
-        records = [r for acc in accepted for r in make_records(ctx, acc, rng)]
+    """Question records of one episode and the count of rejected candidate programs by reason."""
+    ctx = context_for(episode)
+    accepted, rejections = sample_programs(ctx, config, rng)
+    records = [r for acc in accepted for r in make_records(ctx, acc, rng)]
     return records, rejections

@@ -130,7 +130,7 @@ def filter_words(ctx: EpisodeContext, spec: FilterSpec, anchor: str = "") -> Fil
                 _SHARED_WORDS.clear()
             hit = _SHARED_WORDS[key] = _filter_words(ctx, spec, anchor)
             return hit
-    return ctx.per_spec("words", spec, anchor, lambda: _filter_words(ctx, spec, anchor))
+    return _filter_words(ctx, spec, anchor)
 
 
 def _filter_words(ctx: EpisodeContext, spec: FilterSpec, anchor: str) -> FilterWords:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import pytest
 
 from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
-from eqagen.predicates.context import context_for, query_key, spec_key
-from eqagen.predicates.index import build_index
-from eqagen.predicates.sampler import _first_filters, _target_shares, pick_by_shares
+from eqagen.predicates.context import query_key, spec_key
+from eqagen.predicates.sampler import pick_by_shares, target_shares
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
 from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
@@ -140,7 +138,7 @@ def test_pipeline_config_validates_the_questions_section():
 def test_deficit_picking_follows_the_target_mix():
     rng = Draws(derive_rng(0, "mix"))
     options = ("a", "b", "c")
-    shares = _target_shares(options, tuple({"a": 0.5, "b": 0.3, "c": 0.2}.items()))
+    shares = target_shares(options, {"a": 0.5, "b": 0.3, "c": 0.2})
     counts: Counter[str] = Counter()
     for _ in range(400):
         counts[pick_by_shares(options, shares, counts, rng)] += 1
@@ -150,7 +148,7 @@ def test_deficit_picking_follows_the_target_mix():
 def test_fixture_episodes_also_sample():
     ep = make_episode(11, 60)
     records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
-    assert len(records) >= 10
+    assert len(records) >= 5  # a small fixture: few of its filters change an answer's values
 
 
 def test_an_episode_with_nothing_seen_asks_nothing():
@@ -172,27 +170,3 @@ def test_query_and_spec_keys_are_hashable_and_follow_content():
         s, t = FilterSpec("moment", "after", "x", dict(args)), FilterSpec("moment", "after", "x", dict(args))
         assert hash(spec_key(s)) == hash(spec_key(t)) and spec_key(s) == spec_key(t)
         assert spec_key(s) != spec_key(FilterSpec("moment", "after", "y", dict(args)))
-
-
-def test_a_subject_view_skips_only_specs_that_narrow_nothing_without_the_subject():
-    """``_first_filters`` on a subject's view marks a spec as not narrowing when it narrows nothing on the view
-    without a subject: every verdict and count equals the one computed on the subject's view alone."""
-    compared = skipped = 0
-    for ep in household_episodes(30):
-        index = build_index(context_for(ep))
-        rows = index.cell_bits()[1]
-        for q in [q for specs in index.queries.values() for q in specs]:
-            ks, _ = index.seed_cells(q)
-            base = index.bit_view(q)
-            for subject in sorted({str(index.ctx.types[e]) for e in index.cell_e[ks].tolist()})[:4]:
-                view, pv = index.bit_view(QuerySpec(q.name, q.arg, {**q.args, "subject": subject}))
-                assert view.wider_first is base[0].first
-                alone = replace(view, first={}, first_lists={}, wider_first=None)
-                for cell in ks.tolist()[::7]:
-                    held = index.holding_at(cell, q)
-                    _first_filters(*base, rows, held)  # what first_filter_exists leaves behind
-                    fast = _first_filters(view, pv, rows, list(held))
-                    assert fast == _first_filters(alone, pv, rows, list(held))
-                    compared += 1
-                skipped += sum(1 for hit in view.first.values() if hit == (False, 0, 0))
-    assert compared > 1000 and skipped > 100

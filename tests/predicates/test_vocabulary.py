@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from eqagen.core import DataFileError, FilterSpec, derive_rng
 from eqagen.predicates import QuestionConfig, sample_questions
 from eqagen.predicates.context import context_for
-from eqagen.predicates.index import build_index, shared_vocabulary, spec_priorities
+from eqagen.predicates.index import build_index, shared_vocabulary, spec_priority
 from eqagen.predicates.vocabulary import episode_vocabulary, load_vocabulary, priority, spec_text, vocabulary_shares
 from tests.predicates.helpers import household_episodes
 
@@ -34,10 +34,10 @@ def test_ordinals_and_pairs_of_events_come_after_single_events():
     once = FilterSpec("moment", "after", "open Fridge", {"event": 0})
     second = FilterSpec("moment", "after", "open Drawer #2", {"event": 3})
     pair = FilterSpec("moment", "between", "open Drawer, close Drawer", {"event": 1, "event2": 2})
-    p_once, p_second, p_pair = spec_priorities([once, second, pair], {})
+    p_once, p_second, p_pair = (spec_priority(s, {}) for s in (once, second, pair))
     assert p_once < 1.0 + 1.0 <= p_second
     assert p_pair >= 2.0
-    listed, unlisted = spec_priorities([second, once], {spec_text(second): 0.4})
+    listed, unlisted = (spec_priority(s, {spec_text(second): 0.4}) for s in (second, once))
     assert listed < unlisted  # a listed value first
 
 

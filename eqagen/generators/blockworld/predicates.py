@@ -78,16 +78,12 @@ def in_quadrant(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 # -- region: inside a structure ------------------------------------------------------------------------
 def _structure_of(ctx: EpisodeContext) -> np.ndarray:
     """``[N]`` entity index of the structure each entity is inside (-1: none or not an entity here)."""
-
-    def compute() -> np.ndarray:
-        ids = {
-            nid: i
-            for i, nid in enumerate(ctx.episode.entities.native_id)
-            if ctx.episode.entities.attributes[i].get("category") == "structure"
-        }
-        return np.array([ids.get(v or "", -1) for v in ctx.attribute("inside")], dtype=np.int64)
-
-    return ctx.memo(("bw_structure_of",), compute)
+    ids = {
+        nid: i
+        for i, nid in enumerate(ctx.episode.entities.native_id)
+        if ctx.episode.entities.attributes[i].get("category") == "structure"
+    }
+    return np.array([ids.get(v or "", -1) for v in ctx.attribute("inside")], dtype=np.int64)
 
 
 def in_structure_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:

@@ -46,7 +46,7 @@ def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
 
 
 def is_object(ctx: EpisodeContext) -> np.ndarray:
-    return ctx.memo(("nav_is_object",), lambda: ctx.attribute("kind") == "object")
+    return ctx.attribute("kind") == "object"
 
 
 def region_entities(ctx: EpisodeContext, category: str) -> np.ndarray:
@@ -141,21 +141,18 @@ def get_room(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome
 
 
 def nearest_landmarks(ctx: EpisodeContext) -> np.ndarray:
-    """``[N]`` entity index of each object's nearest other object (centres within the radius), else -1."""
-
-    def compute() -> np.ndarray:
-        objects = np.flatnonzero(is_object(ctx))
-        out = np.full(ctx.N, -1, dtype=np.int64)
-        pos = ctx.position[0][objects][:, [0, 2]]
-        if objects.size > 1:
-            gap = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
-            np.fill_diagonal(gap, np.inf)
-            near = gap.argmin(axis=1)
-            ok = gap[np.arange(len(objects)), near] <= ctx.params.get("landmark_radius", LANDMARK_RADIUS)
-            out[objects[ok]] = objects[near[ok]]
-        return out
-
-    return ctx.memo(("nav_landmarks",), compute)
+    """``[N]`` entity index of each object's nearest other object (centres within the radius, measured in
+    the horizontal x-z plane), else -1."""
+    objects = np.flatnonzero(is_object(ctx))
+    out = np.full(ctx.N, -1, dtype=np.int64)
+    pos = ctx.position[0][objects][:, [0, 2]]
+    if objects.size > 1:
+        gap = np.linalg.norm(pos[:, None] - pos[None], axis=-1)
+        np.fill_diagonal(gap, np.inf)
+        near = gap.argmin(axis=1)
+        ok = gap[np.arange(len(objects)), near] <= ctx.params.get("landmark_radius", LANDMARK_RADIUS)
+        out[objects[ok]] = objects[near[ok]]
+    return out
 
 
 @register_query(
