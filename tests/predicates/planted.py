@@ -46,7 +46,7 @@ def duplicated_filter(ctx: EpisodeContext) -> Iterator[Planted]:
 
 
 def listing_of_the_named_type(ctx: EpisodeContext) -> Iterator[Planted]:
-    """ "Which <value> <type>s did you see?": the answer only repeats the subject's type (trivial); where every
+    """Which <value> <type>s did you see? The answer only repeats the subject's type (trivial); where every
     instance of the type holds the value, the filter also changes nothing (same as unfiltered)."""
     trivial = same = False
     for spec in property_specs(ctx):
@@ -70,7 +70,7 @@ def side_changes(ctx: EpisodeContext, window: np.ndarray) -> tuple[str, int] | N
 
 
 def indefinite_sides(ctx: EpisodeContext) -> Iterator[Planted]:
-    """ "Which objects to your left did you see?" about an object also seen to your right; and the same with a
+    """Which objects to your left did you see? About an object also seen to your right; and the same with a
     moment named, where it was on both sides after that moment."""
     if side_changes(ctx, np.ones(ctx.T, dtype=bool)):
         yield Planted("indefinite_moment", Program((FilterSpec("position", "left", AGENT),), QuerySpec("listObjects")))
@@ -84,7 +84,7 @@ def indefinite_sides(ctx: EpisodeContext) -> Iterator[Planted]:
 
 
 def state_after_its_own_event(ctx: EpisodeContext) -> Iterator[Planted]:
-    """ "Was the fridge open or closed after you opened the fridge?", the fridge seen after it."""
+    """Was the fridge open or closed after you opened the fridge? The fridge seen after it."""
     if not ctx.support.allows_query(QuerySpec("getState", "open")):
         return
     for ev in ctx.events:
@@ -97,7 +97,7 @@ def state_after_its_own_event(ctx: EpisodeContext) -> Iterator[Planted]:
 
 
 def use_of_a_type(ctx: EpisodeContext) -> Iterator[Planted]:
-    """ "What was the <color> <type> used for?": one utility per type in the object catalogue."""
+    """What was the <color> <type> used for? One utility per type in the object catalogue."""
     if not ctx.support.allows_query(QuerySpec("getProperty", "utility")):
         return
     for spec in property_specs(ctx):
