@@ -66,8 +66,9 @@ def question_anchor(record: QARecord) -> tuple[float, float, float] | None:
 
 
 def answer_rows(groups: list[AnswerGroup]) -> list[tuple]:
-    """A structured answer as comparable rows (positions as stored: rounded to centimetres)."""
-    return sorted((g.predicate, g.anchor, g.value, tuple(sorted((i.entity, i.type) for i in g.result))) for g in groups)
+    """A structured answer as comparable rows: anchors, values and the entities named (the predicate is
+    text, whose form is the templates' business, not the answer's)."""
+    return sorted((g.anchor, g.value, tuple(sorted((i.entity, i.type) for i in g.result))) for g in groups)
 
 
 def record_reasons(ctx: EpisodeContext, record: QARecord) -> list[str]:
