@@ -205,6 +205,22 @@ def test_audit_of_the_demo_recomputes_stats_json_and_passes_every_check(demo_run
     assert recorded["funnel"]["balance"]["out"] == sum(recorded["dataset"]["questions"]["per_split"].values())
 
 
+def test_audit_rules_reports_each_validity_rule_as_the_checker_counts_it(demo_run, tmp_path) -> None:
+    """``eqagen audit --rules`` adds one check per validity rule, failing exactly where the checker of
+    ``benchmarks/check_validity.py`` counts violations, and exits 1 when any fails."""
+    from eqagen.curation.validity_audit import REASONS, check_output
+
+    report = tmp_path / "audit.json"
+    proc = run_eqagen("audit", str(demo_run), "--rules", "--json", str(report))
+    counts = check_output(demo_run).counts("reason")
+    checks = {c["name"]: c for c in json.loads(report.read_text())["checks"]}
+    for reason in REASONS:
+        check = checks[f"validity: {reason}"]
+        assert check["ok"] == ((reason,) not in counts), (reason, check)
+        assert check["ok"] or check["detail"].startswith(f"{counts[(reason,)]} violations")
+    assert proc.returncode == (1 if counts else 0), proc.stdout + proc.stderr
+
+
 def test_demo_card_front_matter_names_every_split_and_column(demo_run) -> None:
     import yaml
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,9 +89,8 @@ class Entities:
 @dataclass(frozen=True)
 class Event:
     """A happening: ``kind`` (open, close, pickup, put, toggle_on, slice, heat, enter_region, ...) at step
-    ``t`` on ``entity`` (and ``target``, e.g. the receptacle of a put, -1 if none). ``ordinal`` counts
-    earlier events of the same (kind, entity) from 1, so "the second time you opened the fridge" is
-    uniquely nameable."""
+    ``t`` on ``entity`` (and ``target``, e.g. the receptacle of a put, -1 if none). ``ordinal`` numbers
+    the events of the same kind on entities of the same type, from 1 (:func:`number_events`)."""
 
     t: int
     kind: str
@@ -115,13 +115,18 @@ class Region:
         return (f[:3] + f[3:]) / 2.0
 
 
-def number_events(events: list[tuple[int, str, int, int]]) -> list[Event]:
-    """Assign ordinals per (kind, entity) in time order to raw ``(t, kind, entity, target)`` tuples."""
-    seen: Counter[tuple[str, int]] = Counter()
+def number_events(events: Iterable[tuple[int, str, int, int]], types: Sequence[str]) -> list[Event]:
+    """Raw ``(t, kind, entity, target)`` tuples as Events in time order, each with its ordinal: how many
+    events of the same kind on an entity of the same type (``types[entity]``; an event without an entity,
+    -1, counts among those of its kind without one) happened up to it. Counting per type, not per entity,
+    makes "the second time you opened a fridge" name one event even with two fridges; the generators
+    record, and questions name (``eqagen.predicates.context.name_events``), events by this one count."""
+    seen: Counter[tuple[str, str]] = Counter()
     out = []
     for t, kind, ent, target in sorted(events, key=lambda e: (e[0], e[1], e[2], e[3])):
-        seen[(kind, ent)] += 1
-        out.append(Event(int(t), kind, int(ent), int(target), seen[(kind, ent)]))
+        key = (kind, str(types[ent]) if ent >= 0 else "")
+        seen[key] += 1
+        out.append(Event(int(t), kind, int(ent), int(target), seen[key]))
     return out
 
 

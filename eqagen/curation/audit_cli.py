@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from eqagen.curation.audit_run import audit_dir, checks_as_dicts, compare_with
+from eqagen.curation.audit_run import audit_dir, checks_as_dicts, compare_with, validity_checks
 from eqagen.outputs.exports import EXPORT_FORMATS, export
 from eqagen.outputs.report import write_report
 
@@ -18,6 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     audit.add_argument("--against", type=Path, help="another output directory or an OpenEQA-format JSON file")
     audit.add_argument("--json", type=Path, help="write the recomputed statistics and checks here")
     audit.add_argument("--report", type=Path, help="write an HTML report of the recomputed statistics here")
+    audit.add_argument(
+        "--rules",
+        action="store_true",
+        help="also re-evaluate every question from the shards and check the validity rules (docs/questions.md)",
+    )
     audit.set_defaults(func=run_audit)
 
     exp = subparsers.add_parser("export", help="export a dataset to another benchmark's format")
@@ -30,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     stats, checks = audit_dir(args.dir)
+    if args.rules:
+        checks += validity_checks(args.dir)
     for c in checks:
         print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
     q, n_episodes = stats["questions"], stats["episodes"]["episodes"]

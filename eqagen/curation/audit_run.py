@@ -17,6 +17,7 @@ import numpy as np
 
 from eqagen.core import DataFileError
 from eqagen.curation.audit import dataset_stats, sha256_file
+from eqagen.curation.validity_audit import REASONS, check_output
 
 DATASET_TABLES = ("questions", "episodes")
 
@@ -108,6 +109,19 @@ def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
         checks.append(Check("stats.json present", False, "missing"))
     checks += check_dataset(recomputed)
     return recomputed, checks
+
+
+def validity_checks(out_dir: Path) -> list[Check]:
+    """One check per validity rule and data check of ``validity_audit`` (``eqagen audit --rules``): every
+    question re-evaluated from the shards and judged by every rule."""
+    report = check_output(Path(out_dir))
+    counts = report.counts("reason")
+    checks = []
+    for reason in REASONS:
+        n = counts.get((reason,), 0)
+        detail = f"{n} violations, e.g. {report.examples(reason, 1)[0].text!r}" if n else ""
+        checks.append(Check(f"validity: {reason}", n == 0, detail))
+    return checks
 
 
 def openeqa_stats(path: Path) -> dict[str, Any]:

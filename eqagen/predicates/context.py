@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from eqagen.core import Episode, FilterSpec, QuerySpec, to_egocentric
+from eqagen.core import Episode, FilterSpec, QuerySpec, number_events, to_egocentric
 from eqagen.predicates.registry import REGISTRY, Anchored, WorldSupport, world_support
 
 
 @dataclass(frozen=True)
 class NamedEvent:
-    """An event named uniquely by (kind, entity type, ordinal among events of that kind and type).
+    """An event named uniquely by (kind, entity type, ordinal).
 
-    ``ordinal`` counts per entity *type*, not per instance, so "the second time you opened a fridge" is
-    unique even with two fridges; ``n_same`` is how many such events the episode has (1: no ordinal
-    needed in the text).
+    ``ordinal`` is :func:`eqagen.core.number_events`' count, per entity *type*, not per instance, so "the
+    second time you opened a fridge" is unique even with two fridges; ``n_same`` is how many such events
+    the episode has (1: no ordinal needed in the text).
     """
 
     index: int
@@ -45,17 +45,14 @@ class NamedEvent:
 
 
 def name_events(episode: Episode) -> list[NamedEvent]:
-    """Events with an entity, in time order, with per-(kind, type) ordinals."""
+    """Events with an entity, in time order, numbered as the generators number them (``number_events``)."""
     types = episode.entities.type
-    raw = sorted((e for e in episode.events if e.entity >= 0), key=lambda e: (e.t, e.kind, e.entity, e.target))
-    totals = Counter((e.kind, types[e.entity]) for e in raw)
-    seen: Counter[tuple[str, str]] = Counter()
-    out = []
-    for i, e in enumerate(raw):
-        key = (e.kind, types[e.entity])
-        seen[key] += 1
-        out.append(NamedEvent(i, int(e.t), e.kind, int(e.entity), int(e.target), key[1], seen[key], totals[key]))
-    return out
+    numbered = number_events(((e.t, e.kind, e.entity, e.target) for e in episode.events if e.entity >= 0), types)
+    totals = Counter((e.kind, types[e.entity]) for e in numbered)
+    return [
+        NamedEvent(i, e.t, e.kind, e.entity, e.target, types[e.entity], e.ordinal, totals[(e.kind, types[e.entity])])
+        for i, e in enumerate(numbered)
+    ]
 
 
 def args_key(args: dict[str, Any]) -> tuple | str:
@@ -106,6 +103,9 @@ class EpisodeContext:
         # agent's frame at t ([P, 3]): what the situated relations read
         self.pair_t, self.pair_e, self.pair_a = covisible_pairs(self.data)
         self.pair_offset: np.ndarray = self.ego[self.pair_t, self.pair_e] - self.ego[self.pair_t, self.pair_a]
+        # which (e, a) each pair is, numbered 0..: the steps a relation between the same two must hold at
+        _, self.pair_id = np.unique(self.pair_e * self.N + self.pair_a, return_inverse=True)
+        self.pair_id = self.pair_id.ravel()
         # (t, e) of every observation and of every event's (step, entity), sorted by entity then step: the
         # cells the sampler's index works on
         self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)

@@ -132,8 +132,8 @@ def result_item(ctx: EpisodeContext, entity: int, t: int) -> ResultItem:
     )
 
 
-def evaluate_context(ctx: EpisodeContext, program: Program) -> list[AnswerGroup]:
-    return [to_answer_group(ctx, program, g) for g in evaluate_raw(ctx, program)]
+def evaluate_context(ctx: EpisodeContext, program: Program, select: Select | None = None) -> list[AnswerGroup]:
+    return [to_answer_group(ctx, program, g) for g in evaluate_raw(ctx, program, select)]
 
 
 def evaluate(episode: Episode, program: Program) -> list[AnswerGroup]:

@@ -222,10 +222,24 @@ def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarr
     return near & (side > param(ctx, "side_margin"))
 
 
+def held_whenever_seen(holds: np.ndarray, who: np.ndarray) -> np.ndarray:
+    """``holds`` where it holds at every row of the same ``who`` (small ints: an entity, or a pair of an
+    entity and its anchor): a relation named without a moment must not change while the agent looks."""
+    n = np.bincount(who)
+    n_held = np.bincount(who, weights=holds, minlength=n.size)
+    return holds & (n_held == n)[who]
+
+
+def stable_pairs(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarray:
+    """Of co-visible pairs ``pairs`` (all of each (e, a) they include), those where relation ``key`` holds
+    and held at every step the agent saw both (so no step where both were seen has them the other way
+    round)."""
+    return pairs[held_whenever_seen(relative_holds(ctx, key, pairs), ctx.pair_id[pairs])]
+
+
 def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np.ndarray:
-    """``[G, T, N]``: the relation ``key`` against each of ``anchors`` (sorted entity indices)."""
-    pairs = np.flatnonzero(np.isin(ctx.pair_a, anchors))
-    pairs = pairs[relative_holds(ctx, key, pairs)]
+    """``[G, T, N]``: the (stable) relation ``key`` against each of ``anchors`` (sorted entity indices)."""
+    pairs = stable_pairs(ctx, key, np.flatnonzero(np.isin(ctx.pair_a, anchors)))
     stack = np.zeros((anchors.size, ctx.T, ctx.N), dtype=bool)
     stack[np.searchsorted(anchors, ctx.pair_a[pairs]), ctx.pair_t[pairs], ctx.pair_e[pairs]] = True
     return stack
@@ -233,11 +247,14 @@ def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np
 
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
     """``[T, N]``: e is to your left/right (egocentric x beyond ``agent_side``) or in front of you (ahead,
-    within ``agent_side`` of your line of sight), as seen at that step."""
+    within ``agent_side`` of your line of sight) as seen at that step, and was so every time you saw it."""
     x, z = ctx.ego[..., 0], ctx.ego[..., 2]
     side = param(ctx, "agent_side")
     rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
-    return rel[key]() & ctx.data
+    t, e = np.nonzero(ctx.data)
+    out = np.zeros((ctx.T, ctx.N), dtype=bool)
+    out[t, e] = held_whenever_seen(rel[key]()[t, e], e)
+    return out
 
 
 def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
@@ -249,8 +266,7 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and agent_relation(ctx, key).any() else []
-    every = np.arange(ctx.pair_a.size)
-    out.extend(ctx.types[ctx.pair_a[relative_holds(ctx, key, every)]].tolist())
+    out.extend(ctx.types[ctx.pair_a[stable_pairs(ctx, key, np.arange(ctx.pair_a.size))]].tolist())
     return _specs("position", key, out)
 
 

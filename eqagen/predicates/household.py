@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 import eqagen.predicates.builtin  # noqa: F401
+from eqagen.core import UnknownNameError
+from eqagen.generators.household.objects import catalog
 from eqagen.predicates.registry import declare_world_family
+
+
+def attribute_values(attribute: str, type_name: str) -> tuple[str, ...] | None:
+    """The values the object catalogue allows a type's static attribute (None: a type or attribute it does
+    not list): the homes draw colors and materials from these, and a type has one utility."""
+    try:
+        ot = catalog().get(type_name)
+    except UnknownNameError:
+        return None
+    return {"color": ot.colors, "material": ot.materials, "utility": (ot.utility,)}.get(attribute)
+
 
 declare_world_family(
     "household",
@@ -28,5 +41,7 @@ declare_world_family(
         "inside_types": ("Box", "Bowl", "Pot", "Pan", "Mug", "Cup", "GarbageCan", "SinkBasin", "BathtubBasin"),
         # how common each filter value and type is across household episodes (eqagen/predicates/vocabulary.py)
         "vocabulary": "data/household.json",
+        # the object table a getProperty question is judged against (validity's constant_property)
+        "attribute_values": attribute_values,
     },
 )

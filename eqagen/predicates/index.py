@@ -18,6 +18,7 @@ from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored
+from eqagen.predicates.validity import single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
 Selection = np.ndarray | Anchored
@@ -101,10 +102,18 @@ class EpisodeIndex:
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
+    """The query specs the world family allows and the episode can ask; a property no observed type can
+    differ in (``validity.single_value`` for every one) is not asked: its answer would be the type's."""
     support = ctx.support
+    varying = ctx.observed_types()
     out = {}
     for name in support.queries:
-        specs = [q for q in REGISTRY.query(name).args(ctx) if support.allows_query(q)]
+        specs = [
+            q
+            for q in REGISTRY.query(name).args(ctx)
+            if support.allows_query(q)
+            and not (name == "getProperty" and all(single_value(ctx, q.arg, t) for t in varying))
+        ]
         if specs:
             out[name] = specs
     return out

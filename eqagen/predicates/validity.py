@@ -1,30 +1,253 @@
-"""Validity rules (placeholder: replaced by the full rule set)."""
+"""Validity rules: when a program's answer makes a question a benchmark can trust (TAG-EQA's rules).
+
+Each rule is one small pure function ``rule(q: Asked) -> bool`` (True: violated) with a named reason,
+defined on the plain evaluation only (:func:`eqagen.predicates.evaluator.evaluate_context`: the answer
+groups a reader is given) and on the registered filters' own definitions. :func:`violations` runs them
+all; the sampler calls it as its exact check and ``benchmarks/check_validity.py`` on the shards.
+
+A question is judged as asked: a grounded question (``anchor``: the coordinates it names) on its own
+anchor's group only, an ungrounded one on all its groups. What a reader sees of an answer is
+:func:`reader_content`. The rules are described for readers in docs/questions.md ("Validity rules").
+"""
 
 from __future__ import annotations
 
-from eqagen.core import Program
-from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.evaluator import RawGroup, evaluate_raw
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
+from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.predicates.evaluator import Select, evaluate_context, evaluate_raw
+from eqagen.predicates.filters import AGENT
+from eqagen.predicates.registry import REGISTRY, Anchored
+
+Anchor = tuple[float, float, float]
+
+# the relation a position filter's key is the opposite of (what "to the left" must never also have been)
+OPPOSITE = {"left": "right", "right": "left", "front": "behind", "behind": "front"}
 
 
-def content(groups: list[RawGroup], anchor: int | None, yes_no: bool) -> frozenset:
-    if anchor is not None:
-        groups = [g for g in groups if g.anchor in (anchor, -1)]
-    if yes_no:  # "yes" stays "yes" when a filter is dropped: what a filter changes is what grounds it
-        return frozenset((g.value, tuple(g.entities.tolist())) for g in groups)
-    return frozenset(g.value for g in groups)
+@dataclass(frozen=True)
+class Asked:
+    """One question to judge: the episode's context, the program, the anchor the question names (None:
+    ungrounded), the program's answer groups (all of them, as ``evaluate_context`` gives them) and how a
+    filter's selection is found (its definition, or the sampler's index of the same selections)."""
+
+    ctx: EpisodeContext
+    program: Program
+    anchor: Anchor | None
+    groups: list[AnswerGroup]
+    select: Select
+
+    @property
+    def yes_no(self) -> bool:
+        return REGISTRY.query(self.program.query.name).answer_type(self.program.query) == "yes/no"
+
+    @property
+    def asked_groups(self) -> list[AnswerGroup]:
+        """The groups the question is about: its anchor's group when grounded, else all of them."""
+        return groups_for(self.groups, self.anchor)
 
 
-def first_violation(ctx: EpisodeContext, program: Program, groups: list[RawGroup], anchor, select) -> str | None:
-    named = {f.value for f in program.filters} | {program.query.args.get("subject")}
-    if all(g.value in named for g in groups):
-        return "trivial_answer"
-    from eqagen.predicates.registry import REGISTRY
+def groups_for(groups: list[AnswerGroup], anchor: Anchor | None) -> list[AnswerGroup]:
+    return list(groups) if anchor is None else [g for g in groups if g.anchor == anchor]
 
-    yes_no = REGISTRY.query(program.query.name).answer_type(program.query) == "yes/no"
-    whole = content(groups, anchor, yes_no)
-    for i in range(len(program.filters)):
-        dropped = Program(program.filters[:i] + program.filters[i + 1 :], program.query)
-        if content(evaluate_raw(ctx, dropped, select), anchor, yes_no) == whole:
-            return "ineffective_filter"
-    return None
+
+def reader_content(groups: list[AnswerGroup], yes_no: bool = False) -> frozenset[tuple[str, ...]]:
+    """What a reader sees of an answer, anchors aside: the set of distinct group values, each as the
+    sorted tuple of its comma-separated items (listed types keep their repeats: "two cups" is not "a
+    cup"). Two answers with the same content read the same to someone who does not compare coordinates.
+    A yes/no answer also names what grounds it (the objects found, or looked at): dropping a filter never
+    turns a "yes" into a "no", so what a filter of an existence question changes is which objects answer."""
+    return content_of([(g.value, [item.entity for item in g.result]) for g in groups], yes_no)
+
+
+def content_of(answers: list[tuple[str, list]], yes_no: bool) -> frozenset[tuple[str, ...]]:
+    """``reader_content`` of groups given as (value, the names or indices of the entities it holds)."""
+    if yes_no:
+        return frozenset((value, *sorted(map(str, entities))) for value, entities in answers)
+    return frozenset(tuple(sorted(value.split(", "))) for value, _ in answers)
+
+
+def answered_entities(ctx: EpisodeContext, groups: list[AnswerGroup]) -> set[int]:
+    """Entity indices of the groups' result items."""
+    index = {iid: i for i, iid in enumerate(ctx.episode.entities.instance_id)}
+    return {index[item.entity] for g in groups for item in g.result}
+
+
+def without(program: Program, i: int) -> Program:
+    return Program(program.filters[:i] + program.filters[i + 1 :], program.query)
+
+
+# -- effectiveness by value ---------------------------------------------------------------------------
+def content_without(q: Asked, i: int) -> frozenset[tuple[str, ...]]:
+    """The reader's content of the question's answer once filter ``i`` is dropped. Grounded: the group of
+    the same anchor, unless filter ``i`` was the one naming anchors (then the answer has no anchor)."""
+    groups = evaluate_raw(q.ctx, without(q.program, i), q.select)
+    if any(g.anchor >= 0 for g in groups) and q.anchor is not None:
+        groups = [g for g in groups if q.ctx.anchor_position(g.anchor) == q.anchor]
+    ids = q.ctx.episode.entities.instance_id
+    return content_of([(g.value, [ids[e] for e in g.entities.tolist()]) for g in groups], q.yes_no)
+
+
+def unchanged_without_some_filter(q: Asked) -> bool:
+    content = reader_content(q.asked_groups, q.yes_no)
+    return any(content_without(q, i) == content for i in range(len(q.program.filters)))
+
+
+def ineffective_filter(q: Asked) -> bool:
+    """Some filter of a multi-filter question changes no value the reader sees when dropped."""
+    return len(q.program.filters) > 1 and unchanged_without_some_filter(q)
+
+
+def same_as_unfiltered(q: Asked) -> bool:
+    """A one-filter question's answer reads the same as the query's on DATA (no filter)."""
+    return len(q.program.filters) == 1 and unchanged_without_some_filter(q)
+
+
+# -- position filters have a definite moment ----------------------------------------------------------
+def relation_at(q: Asked, spec: FilterSpec, anchor: int) -> np.ndarray | None:
+    """``[T, N]``: where the position filter ``spec`` holds against one anchor entity (-1: you), by the
+    filter's definition; None when the key does not apply to that anchor ("behind you" is never seen)."""
+    if spec.value == AGENT and spec.key == "behind":
+        return None
+    sel = q.select(spec)
+    if isinstance(sel, Anchored):
+        return sel.masks[int(np.flatnonzero(sel.anchors == anchor)[0])]
+    return sel
+
+
+def filter_anchors(ctx: EpisodeContext, spec: FilterSpec, group: AnswerGroup) -> list[int]:
+    """The anchor entities a position filter relates a group's objects to: -1 for you, the group's anchor
+    when the filter names several instances (the group is that instance's), else its one instance."""
+    if spec.value == AGENT:
+        return [-1]
+    anchors = ctx.instances(spec.value).tolist()
+    if len(anchors) >= 2:
+        return [a for a in anchors if ctx.anchor_position(a) == group.anchor]
+    return anchors
+
+
+def both_seen(ctx: EpisodeContext, entity: int, anchor: int) -> np.ndarray:
+    """Bool ``[T]``: the agent saw the entity (and the anchor, unless the anchor is you)."""
+    seen = ctx.data[:, entity]
+    return seen if anchor < 0 else seen & ctx.data[:, anchor]
+
+
+def admitted_steps(q: Asked) -> np.ndarray:
+    """Bool ``[T, N]``: the moments the question admits (all its moment filters hold)."""
+    out = np.ones((q.ctx.T, q.ctx.N), dtype=bool)
+    for f in q.program.filters:
+        if f.family == "moment":
+            out &= q.select(f)
+    return out
+
+
+def position_pairs(q: Asked, spec: FilterSpec):
+    """``(entity, anchor)`` for every object of the asked groups and the anchor ``spec`` relates it to."""
+    for g in q.asked_groups:
+        for e in answered_entities(q.ctx, [g]):
+            for a in filter_anchors(q.ctx, spec, g):
+                yield e, a
+
+
+def indefinite_moment(q: Asked) -> bool:
+    """A position filter without a definite moment: the program names no moment and the relation does not
+    hold at every step the agent saw both objects, or an answer object stands in the opposite relation
+    to the same anchor at a moment the question admits."""
+    named_moment = any(f.family == "moment" for f in q.program.filters)
+    admitted = admitted_steps(q)
+    for spec in (f for f in q.program.filters if f.family == "position"):
+        opposite = FilterSpec(spec.family, OPPOSITE[spec.key], spec.value)
+        for e, a in position_pairs(q, spec):
+            seen = both_seen(q.ctx, e, a)
+            if not named_moment and not relation_at(q, spec, a)[seen, e].all():
+                return True
+            against = relation_at(q, opposite, a)
+            if against is not None and (against[:, e] & seen & admitted[:, e]).any():
+                return True
+    return False
+
+
+# -- answers the question gives away ------------------------------------------------------------------
+def answer_given_by_event(q: Asked) -> bool:
+    """A state question about the object of an event that one of its moment filters names ("was the
+    faucet on or off before you switched off the faucet?")."""
+    if q.program.query.name != "getState":
+        return False
+    events = {
+        q.ctx.events[f.args[k]].entity for f in q.program.filters if f.family == "moment" for k in ("event", "event2")
+        if k in f.args
+    }  # fmt: skip
+    return bool(events & answered_entities(q.ctx, q.asked_groups))
+
+
+def named_values(program: Program) -> set[str]:
+    """What the question names: its filters' values and receptacles, and its subject."""
+    names = {f.value for f in program.filters} | {
+        f.args["receptacle"] for f in program.filters if "receptacle" in f.args
+    }
+    subject = program.query.args.get("subject")
+    return names | {subject} if subject else names
+
+
+def trivial_answer(q: Asked) -> bool:
+    """Every item of the answer is something the question names ("what is left of the cabinet?": two
+    cabinets)."""
+    items = {item for g in q.asked_groups for item in g.value.split(", ")}
+    return items <= named_values(q.program)
+
+
+AttributeValues = Callable[[str, str], "tuple[str, ...] | None"]
+
+
+def constant_property(q: Asked) -> bool:
+    """A getProperty question whose subject type (with no subject: every answer object's type) has a single
+    value of the attribute in the world family's object table (the family's ``attribute_values`` param:
+    ``(attribute, type) -> the values the table allows``, None where it does not say)."""
+    query = q.program.query
+    if query.name != "getProperty":
+        return False
+    subject = query.args.get("subject")
+    types = {subject} if subject else {item.type for g in q.asked_groups for item in g.result}
+    return all(single_value(q.ctx, query.arg, t) for t in types)
+
+
+def single_value(ctx: EpisodeContext, attribute: str, type_name: str) -> bool:
+    """Whether the world family's object table gives the type a single value of the attribute."""
+    table: AttributeValues | None = ctx.params.get("attribute_values")
+    return table is not None and len(table(attribute, type_name) or ()) == 1
+
+
+# -- entry point --------------------------------------------------------------------------------------
+RULES: dict[str, Callable[[Asked], bool]] = {
+    "ineffective_filter": ineffective_filter,
+    "same_as_unfiltered": same_as_unfiltered,
+    "indefinite_moment": indefinite_moment,
+    "answer_given_by_event": answer_given_by_event,
+    "trivial_answer": trivial_answer,
+    "constant_property": constant_property,
+}
+
+
+def violations(
+    ctx_or_episode: EpisodeContext | Episode,
+    program: Program,
+    anchor: Anchor | None = None,
+    groups: list[AnswerGroup] | None = None,
+    select: Select | None = None,
+) -> list[str]:
+    """The reasons (keys of :data:`RULES`, in that order) why the question asking ``program`` (about the
+    group of ``anchor`` when grounded) is not valid; empty when it is. ``groups``: the program's answer
+    groups from ``evaluate_context`` (computed when not given). An empty answer, or a grounded question
+    whose anchor names no group, is the caller's ``empty_answer``, not judged here (ValueError). ``select``:
+    how a filter's selection is found (default: its definition, called)."""
+    ctx = ctx_or_episode if isinstance(ctx_or_episode, EpisodeContext) else context_for(ctx_or_episode)
+    select = select or ctx.selection
+    groups = evaluate_context(ctx, program, select) if groups is None else groups
+    q = Asked(ctx, program, anchor, groups, select)
+    if not q.asked_groups:
+        raise ValueError(f"no answer group to judge for {program.signature()} at anchor {anchor}")
+    return [name for name, rule in RULES.items() if rule(q)]

@@ -30,7 +30,7 @@ def _episode(seed: int) -> Episode:
     ents = Entities([f"Cup#{i}" for i in range(N)], ["Cup"] * N, [f"Cup|{i}|0|0" for i in range(N)],
                     [{"color": "red"}] * N, [("pickupable",)] * N)  # fmt: skip
     return Episode("e1", "household", "embedded", "s1", seed, {"type": "pick"}, steps, ents,
-                   Timeline.from_dense(dense), number_events([(1, "open", 0, -1), (3, "open", 0, -1)]),
+                   Timeline.from_dense(dense), number_events([(1, "open", 0, -1), (3, "open", 0, -1)], ["Cup"] * N),
                    [Region("r0", "kitchen", (0, 0, 0, 1, 1, 1))], FrameTransform("ai2thor", (1, 0, 2), 90),
                    {"success": True})  # fmt: skip
 
@@ -51,7 +51,9 @@ def test_dict_round_trip_through_arrow(seed):
     assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(d, sort_keys=True)
 
 
-def test_event_ordinals_count_per_kind_and_entity():
-    evs = number_events([(5, "open", 1, -1), (2, "open", 1, -1), (3, "open", 2, -1), (4, "close", 1, -1)])
-    assert [(e.t, e.ordinal) for e in evs if e.entity == 1 and e.kind == "open"] == [(2, 1), (5, 2)]
-    assert Event(3, "open", 2, -1, 1) in evs
+def test_event_ordinals_count_per_kind_and_entity_type():
+    types = ["Fridge", "Drawer", "Drawer"]
+    raw = [(5, "open", 1, -1), (2, "open", 1, -1), (3, "open", 2, -1), (4, "close", 1, -1), (6, "open", 0, -1)]
+    evs = number_events(raw, types)
+    assert [(e.t, e.entity, e.ordinal) for e in evs if e.kind == "open"] == [(2, 1, 1), (3, 2, 2), (5, 1, 3), (6, 0, 1)]
+    assert Event(4, "close", 1, -1, 1) in evs

@@ -71,7 +71,7 @@ def make_episode(
         attributes=[{"color": str(rng.choice(COLORS))} for _ in range(N)],
         capabilities=[("openable", "receptacle") if t in ("Fridge",) else ("pickupable",) for t in types],
     )
-    events = number_events([(int(t), "open", int(rng.integers(N)), -1) for t in rng.integers(0, T, 3)])
+    events = number_events([(int(t), "open", int(rng.integers(N)), -1) for t in rng.integers(0, T, 3)], types)
     return Episode(
         episode_id=make_episode_id("fixture", scene_id, seed, index),
         family="household",

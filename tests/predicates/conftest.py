@@ -182,7 +182,7 @@ def make_episode(seed: int, n_steps: int = 40) -> Episode:
         steps=steps,
         entities=sim.ents,
         timeline=Timeline.from_dense(dense),
-        events=number_events(sim.raw_events),
+        events=number_events(sim.raw_events, sim.ents.type),
     )
 
 
@@ -250,5 +250,5 @@ def tiny_episode(
         steps=steps,
         entities=ents,
         timeline=Timeline.from_dense(dense),
-        events=number_events(list(events)),
+        events=number_events(list(events), list(types)),
     )

@@ -301,7 +301,7 @@ def walk_to_episode(
         steps=_steps(walk, pose),
         entities=entities,
         timeline=_timeline(positions, visible),
-        events=number_events(_structure_events(world, ents, feet)),
+        events=number_events(_structure_events(world, ents, feet), entities.type),
         regions=_regions(world, frame),
         frame=frame,
         meta=_meta(world, walk, visible, feet, yaw, pitch),

@@ -647,7 +647,7 @@ class HouseholdWorld:
             steps=steps,
             entities=entities,
             timeline=timeline,
-            events=number_events(self._raw_events),
+            events=number_events(self._raw_events, self.types),
             frame=frame,
             meta=meta,
         )

@@ -70,6 +70,7 @@ def build_episode(
         "path": np.round(route.path, 4).tolist(),
         "camera": {"hfov": camera.hfov_degrees, "range": camera.max_range},
     }
+    entities = make_entities(scene)
     return Episode(
         episode_id=make_episode_id(backend, scene.scene_id, seed, index, policy.name),
         family="navigation",
@@ -78,9 +79,9 @@ def build_episode(
         seed=int(seed),
         task=task_record(route, policy) | (extra_task or {}),
         steps=make_steps(["Initialize", *route.trajectory.actions], pose),
-        entities=make_entities(scene),
+        entities=entities,
         timeline=make_timeline(scene, frame, positions, yaws, camera),
-        events=make_events(scene, positions),
+        events=make_events(scene, positions, entities.type),
         regions=[to_core_region(r, frame) for r in scene.regions],
         frame=frame,
         meta=meta,
@@ -175,7 +176,7 @@ def make_entities(scene: NavScene) -> Entities:
     return Entities(instance_id=ids, type=types, native_id=native, attributes=attrs, capabilities=caps)
 
 
-def make_events(scene: NavScene, positions: np.ndarray) -> list[Event]:
+def make_events(scene: NavScene, positions: np.ndarray, types: list[str]) -> list[Event]:
     raw: list[tuple[int, str, int, int]] = []
     region = scene.region_at(positions)
     n_obj, last = len(scene.objects), int(region[0])
@@ -192,7 +193,7 @@ def make_events(scene: NavScene, positions: np.ndarray) -> list[Event]:
         closest = dist.argmin(axis=0)
         for n in np.flatnonzero((dist.min(axis=0) <= PASS_DISTANCE) & (closest > 0)):
             raw.append((int(closest[n]), "pass", int(n), -1))
-    return number_events(raw)
+    return number_events(raw, types)
 
 
 def to_core_region(region: SceneRegion, frame: FrameTransform) -> Region:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
+from eqagen.generators.navigation.houses import COLORS
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
@@ -39,6 +40,12 @@ VOCABULARY = (
     "dresser", "dryer", "kitchen counter", "lamp", "nightstand", "piano", "plant", "refrigerator", "shoe rack",
     "shower", "sink", "sofa", "stove", "toilet", "tv stand", "wardrobe", "washing machine",
 )  # fmt: skip
+
+
+def attribute_values(attribute: str, type_name: str) -> tuple[str, ...] | None:
+    """The colours a category may have: the embedded houses paint any object any of ``COLORS`` (real HM3D
+    scenes carry no colour, so no colour is asked there)."""
+    return COLORS if attribute == "color" else None
 
 
 def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
@@ -196,5 +203,7 @@ declare_world_family(
         "side_margin": 0.3,
         "agent_side": 0.5,
         "moment_window": 4,
+        # the object table a getProperty question is judged against (validity's constant_property)
+        "attribute_values": attribute_values,
     },
 )

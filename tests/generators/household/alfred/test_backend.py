@@ -51,7 +51,7 @@ def test_questions_on_alfred_episodes_pass_the_engine_checks(env: Path):
     from eqagen.predicates import QuestionConfig, context_for, evaluate
     from eqagen.predicates.evaluator import evaluate_raw
     from eqagen.predicates.sampler import sample_programs
-    from eqagen.predicates.validity import first_violation
+    from eqagen.predicates.validity import violations
 
     backend = get_backend("household", "alfred")
     specs = backend.plan(2, 0, {"mode": "expert", "split": "valid_seen"}) + backend.plan(2, 0, {"max_steps": 120})
@@ -63,8 +63,8 @@ def test_questions_on_alfred_episodes_pass_the_engine_checks(env: Path):
         back = Episode.from_dict(ep.to_dict())
         for acc in accepted:
             program = acc.program
-            groups = evaluate_raw(ctx, program)
-            assert first_violation(ctx, program, groups, None, ctx.selection) is None, program.signature()
+            assert evaluate_raw(ctx, program)
+            assert violations(ctx, program) == [], program.signature()
             assert [g.to_dict() for g in evaluate(back, program)] == [g.to_dict() for g in evaluate(ep, program)]
             n_programs += 1
         assert np.isfinite(ep.steps.pose).all()
