@@ -95,6 +95,11 @@ class EpisodeContext:
         self.pose: np.ndarray = episode.steps.pose.astype(np.float64)
         self.events: list[NamedEvent] = name_events(episode)
         self.flags: dict[str, np.ndarray] = {f: tl.field(f).astype(bool) for f in tl.flags}
+        entities = episode.entities
+        names = sorted({k for a in entities.attributes for k in a})
+        self.attributes: dict[str, np.ndarray] = {k: np.asarray(entities.attribute(k), dtype=object) for k in names}
+        kinds = sorted({c for caps in entities.capabilities for c in caps})
+        self.capabilities: dict[str, np.ndarray] = {c: entities.has_capability(c) for c in kinds}
         # the distinct type names, sorted, and each entity's index among them
         self.type_names, self.type_code = np.unique(self.types.astype(str), return_inverse=True)
         # [T, N, 3] positions in the agent's frame at each step (x right, y up, z forward)
@@ -117,10 +122,13 @@ class EpisodeContext:
 
     def attribute(self, name: str) -> np.ndarray:
         """Object ``[N]`` array of a static attribute (None where an entity lacks it)."""
-        return np.asarray(self.episode.entities.attribute(name), dtype=object)
+        hit = self.attributes.get(name)
+        return hit if hit is not None else np.full(self.N, None, dtype=object)
 
     def capable(self, capability: str) -> np.ndarray:
-        return self.episode.entities.has_capability(capability)
+        """Bool ``[N]``: entities with a capability (openable, toggleable, ...)."""
+        hit = self.capabilities.get(capability)
+        return hit if hit is not None else np.zeros(self.N, dtype=bool)
 
     def of_type(self, type_name: str) -> np.ndarray:
         """Bool ``[N]``: entities of one type."""

@@ -217,6 +217,9 @@ def seed_cells(ctx: EpisodeContext, q: QuerySpec, shares: dict[str, float]) -> S
     else:
         cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
         ok = ctx.at_cells(cells) & qdef.applies(ctx, q)[ctx.cell_e]
+    if q.name == "getProperty":  # the seed is in the answer: of a type whose value the question can ask
+        varying = np.array([not single_value(ctx, q.arg, t) for t in ctx.types.tolist()], dtype=bool)
+        ok &= varying[ctx.cell_e]
     ks = ok.nonzero()[0]
     es = ctx.cell_e[ks]
     starts = run_starts(es) if ks.size else ks

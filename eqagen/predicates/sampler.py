@@ -249,12 +249,21 @@ def prefer_common(index: EpisodeIndex, found: list[Candidate], prefer: bool, con
     return common if common and rng.random() < config.shared_vocabulary else found
 
 
+def event_entities(spec, index: EpisodeIndex) -> set[int]:
+    """The entities of the events a moment spec names (none for other families)."""
+    if spec.family != "moment":
+        return set()
+    return {index.ctx.events[spec.args[k]].entity for k in ("event", "event2") if k in spec.args}
+
+
 def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, rng, more: int) -> int:
     """Index of one more spec that holds at the seed and keeps every filter effective, from a family
     chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
     it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
     answers within the size limits."""
     idx = candidates(index, config, index.holding_at(seed, allowed), used)
+    if q.name == "getState":  # the seed is in the answer: no moment named by its own event (validity)
+        idx = [j for j in idx if index.ctx.cell_e[seed] not in event_entities(index.specs[j], index)]
     if not used:
         found = first_candidates(index, state, q, idx)
     else:

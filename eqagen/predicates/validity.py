@@ -157,9 +157,12 @@ def indefinite_moment(q: Asked) -> bool:
     """A position filter without a definite moment: the program names no moment and the relation does not
     hold at every step the agent saw both objects, or an answer object stands in the opposite relation
     to the same anchor at a moment the question admits."""
+    positions = [f for f in q.program.filters if f.family == "position"]
+    if not positions:
+        return False
     named_moment = any(f.family == "moment" for f in q.program.filters)
     admitted = admitted_steps(q)
-    for spec in (f for f in q.program.filters if f.family == "position"):
+    for spec in positions:
         opposite = FilterSpec(spec.family, OPPOSITE[spec.key], spec.value)
         for e, a in position_pairs(q, spec):
             seen = both_seen(q.ctx, e, a)
