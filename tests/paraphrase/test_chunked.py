@@ -48,6 +48,25 @@ def test_the_request_budget_holds_across_chunks(tmp_path):
     assert stats["budget_exhausted"] and stats["items_stopped_by_budget"] == 13
 
 
+def test_rate_limited_attempts_are_not_billed_against_the_budget_of_later_chunks(tmp_path):
+    """Regression: the budget carried across chunks counted every HTTP attempt, 429s included, so a
+    rate-limited run stopped early (5,123 of 6,000 billed requests used)."""
+    records = generated_records(20, seed=4, split="train")
+    table = questions_table(records)
+    script = {r.question: ["429", "429", "good"] for r in records}  # every item rate-limited twice first
+    with ScriptedChatServer(script) as server:
+        config = ParaphraseConfig(base_url=server.base_url, cache_path=tmp_path / "c.sqlite", max_requests=12,
+                                  concurrency=2, **FAST)  # fmt: skip
+        chunked = ChunkedParaphrase(config, 0, examples=records)
+        for part in cut(table, [4, 4, 4]):
+            chunked(part)
+        billed = server.responses_ok
+    stats = chunked.stats()
+    assert billed == 12 and stats["responses"] == 12 and stats["validated"] == 12  # the whole budget, billed
+    assert stats["retries"]["429"] == 24 and stats["requests_sent"] == 36  # 429s were sent, never billed
+    assert stats["items_stopped_by_budget"] == 8
+
+
 def test_llm_chunks_send_the_prompts_of_one_whole_table_call(tmp_path):
     records = generated_records(12, seed=5, split="train")
     table = questions_table(records)

@@ -205,16 +205,21 @@ def test_a_dead_endpoint_stops_the_command_within_seconds_with_one_line(dataset,
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-def test_an_endpoint_that_dies_mid_run_stops_the_run_and_a_rerun_resends_nothing_answered(dataset, tmp_path):
+def test_an_endpoint_that_dies_mid_run_stops_the_run_and_a_rerun_resends_nothing_answered(dataset, tmp_path, capsys):
     rows = read_questions(dataset)
     cache = tmp_path / "cache.sqlite"
     server = ScriptedChatServer(delay_s=0.05).start()
-    port = int(server.base_url.split(":")[2].split("/")[0])
+    url = server.base_url
+    port = int(url.split(":")[2].split("/")[0])
     killer = _stop_after(server, 8)
-    code = paraphrase(dataset, tmp_path / "out", server.base_url, cache, "--set", "concurrency=2")
+    # Every failed item is tolerated (max_failure_share=1): what stops the run is the endpoint's death.
+    code = paraphrase(dataset, tmp_path / "out", url, cache, "--set", "concurrency=2",
+                      "--set", "max_failure_share=1")  # fmt: skip
     killer.join()
     answered = server.responses_ok
+    err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and 0 < answered < len(rows)
+    assert len(err) == 1 and f"paraphrase endpoint {url}: cannot connect" in err[0]
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     with ScriptedChatServer(port=port) as again:  # the same endpoint, back up
         assert paraphrase(dataset, tmp_path / "out", again.base_url, cache, "--set", "concurrency=2") == 0
