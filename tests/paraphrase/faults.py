@@ -104,6 +104,7 @@ def add_link(question: str, answer: str) -> tuple[str, str]:
 
 PLANTED: dict[str, Rewrite] = {
     "flip relations": flip_relations,
+    "flip relations in the answer": flip_relations_in_answer,
     "more than N": more_than,
     "about N": about,
     "several for N": several,
