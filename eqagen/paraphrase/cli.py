@@ -9,15 +9,17 @@ sends no request already answered: the responses are in the cache.
 
 Exit status: 0 done; 1 the run was stopped (the endpoint cannot be reached, or too many items failed:
 :mod:`eqagen.paraphrase.errors`); 2 bad input (dataset, flags, config, a model without an endpoint, a
-key or model the endpoint refuses); 130 interrupted. A failure is one line on stderr, written before
-anything is written to OUT.
+key or model the endpoint refuses); 130 interrupted. A failure is one line on stderr; the paraphrase
+run comes before any write, so when it fails nothing is written to OUT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +73,6 @@ def chosen_model(args: argparse.Namespace) -> str:
 
 
 def build_config(args: argparse.Namespace) -> ParaphraseConfig:
-    import os
-
     values: dict[str, Any] = {"model": chosen_model(args)}
     if args.base_url:
         values["base_url"] = args.base_url
@@ -166,8 +166,6 @@ def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, se
 
 
 def run_paraphrase(args: argparse.Namespace) -> int:
-    import sys
-
     try:
         stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed)
     except RunFailed as err:  # the input was fine, the run could not be carried out: exit 1, not 2

@@ -48,8 +48,8 @@ from eqagen.paraphrase.tables import records_from_table
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 
 BUDGET_REASON = "budget exhausted before this item was paraphrased"
-T = TypeVar("T")
 SHOT_MEMO_SIZE = 4096
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,7 +59,7 @@ class ParaphraseResult:
 
     @property
     def reasons(self) -> list[str]:
-        """ "" where validated, else why the template text was kept."""
+        """Each row's reason: empty where validated, else why the template text was kept."""
         return [p.reason for p in self.paraphrases]
 
     def column(self) -> list[dict[str, Any]]:
