@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     records = generated_records(args.items, seed=0)
     start = time.perf_counter()
-    offline = paraphrase_records(records, ParaphraseConfig(mode="offline"), seed=0)
+    offline = paraphrase_records(records, ParaphraseConfig(model="offline"), seed=0)
     offline_rate = len(records) / (time.perf_counter() - start)
     assert offline.stats["validated"] == len(records)
 

@@ -110,10 +110,17 @@ class AnswerGroup:
 
 @dataclass
 class Paraphrase:
+    """What the paraphrase stage did for one question, as it happened: the text kept (the rewrite when
+    ``validated``, else the template text), the model that answered ("offline" for the offline
+    paraphraser, "" when no model answered), how many rewrites were checked, and why the template text
+    was kept ("" when validated)."""
+
     question: str
     answer: str
     model: str = ""
     validated: bool = False
+    attempts: int = 0
+    reason: str = ""
 
 
 @dataclass

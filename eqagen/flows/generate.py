@@ -28,6 +28,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from eqagen.flows import pipeline, progress, runners, stages
 from eqagen.flows.pool import active_pool, batch_pool
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
+from eqagen.paraphrase.stage import check_paraphrase_endpoint
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
 
@@ -96,6 +97,7 @@ def run_with_prefect(
     against it, and stop the server (also on SIGTERM, Ctrl-C and errors). With the ``processes`` runner the
     worker processes are forked first and start on the first batches while the server boots."""
     wall = started_at or time.perf_counter()
+    check_paraphrase_endpoint(getattr(config, "paraphrase", None))  # a named model's endpoint answers, before any work
     server = server or LocalPrefectServer(prefect_home)
     with sigterm_as_exit(), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the pool below is stopped first

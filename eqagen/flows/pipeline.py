@@ -24,6 +24,7 @@ from eqagen.outputs.audit_files import write_audit_files
 from eqagen.outputs.manifest import build_manifest, write_manifest
 from eqagen.outputs.schemas import episodes_table, questions_table
 from eqagen.outputs.shards import ShardInfo, write_shards
+from eqagen.paraphrase.stage import check_paraphrase_endpoint
 
 BATCHED_STAGES = ("episodes", "programs")
 FINISH_STAGES = ("read", *stages.DATASET_STAGE_ORDER, "write", "audit")
@@ -181,6 +182,7 @@ def add_batch_seconds(seconds: dict[str, float], batch_summary: dict[str, Any]) 
 
 def generate_inline(config: Any, out_dir: Path, sampler: Any = None, on_batch: Any = None) -> RunSummary:
     """The whole run in this process, without Prefect: the same units, the same bytes."""
+    check_paraphrase_endpoint(getattr(config, "paraphrase", None))  # a named model's endpoint answers, before any work
     wall = time.perf_counter()
     out_dir = Path(out_dir)
     ctx = make_context(config, out_dir)

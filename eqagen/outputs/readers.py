@@ -40,10 +40,11 @@ def _group(d: dict[str, Any]) -> AnswerGroup:
 
 
 def record_from_row(row: dict[str, Any]) -> QARecord:
-    """Inverse of :meth:`QARecord.to_dict`. A paraphrase with no model is the text itself, read back as None."""
+    """Inverse of :meth:`QARecord.to_dict`. A paraphrase column that records nothing (no model, not
+    validated, no reason: the text itself) is read back as None."""
     p, q = row["program"], row["program"]["query"]
     para = row["paraphrase"]
-    paraphrase = Paraphrase(**para) if para and (para["model"] or para["validated"]) else None
+    paraphrase = Paraphrase(**para) if para and (para["model"] or para["validated"] or para["reason"]) else None
     return QARecord(
         episode_id=row["episode_id"],
         scene_id=row["scene_id"],

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from eqagen.core import Episode, QARecord
+from eqagen.paraphrase.tables import PARAPHRASE_TYPE
 
 SCHEMA_VERSION = "1"
 _STR, _I32, _F64 = pa.string(), pa.int32(), pa.float64()
@@ -34,7 +35,6 @@ RESULT_ITEM_TYPE = pa.struct([("entity", _STR), ("type", _STR), ("position", _li
 ANSWER_GROUP_TYPE = pa.struct(
     [("predicate", _STR), ("anchor", _list(_F64)), ("result", _list(RESULT_ITEM_TYPE)), ("value", _STR)]
 )
-PARAPHRASE_TYPE = pa.struct([("question", _STR), ("answer", _STR), ("model", _STR), ("validated", pa.bool_())])
 
 QUESTIONS_SCHEMA = pa.schema(
     [

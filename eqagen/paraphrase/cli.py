@@ -1,4 +1,4 @@
-"""``eqagen paraphrase IN --out OUT --model M [--base-url URL]``: paraphrase an existing dataset.
+"""``eqagen paraphrase IN --out OUT (--model M [--base-url URL] | --offline)``: paraphrase a dataset.
 
 Reads IN's question shards (checksums verified against its manifest), paraphrases every question
 (few-shot examples from IN's train split), and writes OUT: question shards with the new
@@ -6,22 +6,29 @@ Reads IN's question shards (checksums verified against its manifest), paraphrase
 ``paraphrase`` section used, stats.json with the paraphrase statistics, and the dataset card and
 report rebuilt. A rerun after a crash
 sends no request already answered: the responses are in the cache.
+
+Exit status: 0 done; 1 the run was stopped (the endpoint cannot be reached, or too many items failed:
+:mod:`eqagen.paraphrase.errors`); 2 bad input (dataset, flags, config, a model without an endpoint, a
+key or model the endpoint refuses); 130 interrupted. A failure is one line on stderr; the paraphrase
+run comes before any write, so when it fails nothing is written to OUT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import ValidationError
 
 from eqagen.core.errors import ConfigError, DataFileError
-from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.config import OFFLINE_MODEL, ParaphraseConfig, config_from, resolve_endpoint
+from eqagen.paraphrase.errors import RunFailed
 from eqagen.paraphrase.stage import paraphrase_table
 from eqagen.paraphrase.tables import records_from_table
 
@@ -32,10 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("paraphrase", help="paraphrase the questions of an existing dataset with an LLM")
     p.add_argument("input", type=Path, help="a dataset directory written by `eqagen generate`")
     p.add_argument("--out", type=Path, required=True, help="new (or empty) output directory")
-    p.add_argument("--model", default="", help="chat model name; without it (and an endpoint) runs offline")
+    p.add_argument("--model", help="chat model name (needs --base-url, $OPENAI_BASE_URL or a key); "
+                   f"'{OFFLINE_MODEL}' is the same as --offline; one of the two is required")  # fmt: skip
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else OpenAI)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    p.add_argument("--offline", action="store_true", help="use the deterministic offline paraphraser")
+    p.add_argument("--offline", action="store_true", help="use the deterministic offline paraphraser (no model)")
     p.add_argument("--concurrency", type=int, help="requests in flight at most")
     p.add_argument("--max-requests", type=int, help="stop after this many billed requests (a clean stop)")
     p.add_argument("--max-tokens", type=int, help="stop after this many prompt + completion tokens")
@@ -53,10 +61,19 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def build_config(args: argparse.Namespace) -> ParaphraseConfig:
-    import os
+def chosen_model(args: argparse.Namespace) -> str:
+    """The model the command line names: ``--model NAME`` or ``--offline``, exactly one of them."""
+    if args.offline and args.model not in (None, OFFLINE_MODEL):
+        raise ConfigError("--offline", f"given together with --model {args.model}", allowed="one of the two")
+    if not args.offline and not args.model:
+        raise ConfigError(
+            "--model", "no model named", allowed="--model NAME with --base-url URL or a key, or --offline"
+        )
+    return OFFLINE_MODEL if args.offline else args.model
 
-    values: dict[str, Any] = {"model": args.model, "mode": "offline" if args.offline else "auto"}
+
+def build_config(args: argparse.Namespace) -> ParaphraseConfig:
+    values: dict[str, Any] = {"model": chosen_model(args)}
     if args.base_url:
         values["base_url"] = args.base_url
     if os.environ.get(args.api_key_env):
@@ -71,12 +88,7 @@ def build_config(args: argparse.Namespace) -> ParaphraseConfig:
         if not sep:
             raise ConfigError("--set", f"expected KEY=VALUE, got '{item}'", allowed="e.g. --set temperature=0.3")
         values[key.strip()] = _parse_value(value)
-    try:
-        return ParaphraseConfig(**values)
-    except ValidationError as err:
-        first = err.errors()[0]
-        key = "paraphrase." + ".".join(str(p) for p in first["loc"])
-        raise ConfigError(key, first["msg"], allowed=", ".join(ParaphraseConfig.model_fields)) from err
+    return config_from(values)
 
 
 def _read_dataset(in_dir: Path) -> tuple[dict[str, Any], list[Any], pa.Table]:
@@ -141,6 +153,7 @@ def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, se
         raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise DataFileError(out_dir, None, "output directory is not empty", "pass a new or empty directory")
+    resolve_endpoint(config)  # a model with no endpoint is an error before anything is read
     manifest, shards, questions = _read_dataset(in_dir)
     seed = int(manifest["seed"]) if seed is None else seed
     train = [r for r in records_from_table(questions) if r.split == "train"]
@@ -153,8 +166,12 @@ def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, se
 
 
 def run_paraphrase(args: argparse.Namespace) -> int:
-    stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed)
-    keys = ("mode", "model", "items", "validated", "kept_template", "requests_sent", "cache_hits",
+    try:
+        stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed)
+    except RunFailed as err:  # the input was fine, the run could not be carried out: exit 1, not 2
+        print(f"eqagen: error: {err}", file=sys.stderr)
+        return err.exit_code
+    keys = ("mode", "model", "items", "validated", "kept_template", "requests_sent", "responses", "cache_hits",
             "total_tokens", "estimated_cost_usd", "budget_exhausted", "elapsed_s")  # fmt: skip
     print(json.dumps({k: stats[k] for k in keys if k in stats}, indent=2))
     return 0

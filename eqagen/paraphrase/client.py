@@ -6,6 +6,11 @@ connections itself, with exponential backoff and jitter (honouring Retry-After),
 is counted and the concurrency bound (an ``asyncio.Semaphore`` around each HTTP call) is exact.
 With ``response_format="auto"`` it asks for a JSON schema, and steps down to a JSON object, then to
 plain text, the first time the endpoint rejects a format.
+
+An endpoint that cannot be reached stops the run at once (:meth:`ChatClient.preflight`, before the first
+request, and again when a request has used up its retries on connection errors), so a dead server
+costs seconds, never a round of retries per row. A body that is not a chat completion (invalid JSON,
+missing fields) is a :class:`Completion` with ``invalid`` set: the item retries it within its attempts.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import openai
 
 from eqagen.core.errors import ConfigError
 from eqagen.core.rng import derive_rng
-from eqagen.paraphrase.config import Endpoint, ParaphraseConfig
+from eqagen.paraphrase.config import Endpoint, ParaphraseConfig, scrub
+from eqagen.paraphrase.errors import EndpointUnreachable
 from eqagen.paraphrase.prompts import JSON_SCHEMA
 
 FORMAT_CHAIN = ("json_schema", "json_object", "none")
+PREFLIGHT_TIMEOUT_S = 10.0  # at most this long to learn whether anything answers at the endpoint
+_REFUSED_STATUS = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
 @dataclass
@@ -65,6 +73,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     usage_estimated: bool = False
+    invalid: str = ""  # why the body was not a chat completion ("" when it was)
 
 
 @dataclass
@@ -111,10 +120,12 @@ class ChatClient:
         self.stats = TransportStats()
         self._semaphore = asyncio.Semaphore(config.concurrency)
         self._client = openai.AsyncOpenAI(
-            api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=config.timeout_s, max_retries=0
-        )
+            api_key=endpoint.api_key, base_url=endpoint.base_url, default_query=endpoint.query or None,
+            timeout=config.timeout_s, max_retries=0,
+        )  # fmt: skip
         start = config.response_format if config.response_format != "auto" else FORMAT_CHAIN[0]
         self._format = start
+        self._reachable: asyncio.Future | None = None  # the preflight, started by the first request
 
     @property
     def current_format(self) -> str:
@@ -176,24 +187,53 @@ class ChatClient:
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
             fmt = self._format
             try:
-                response = await self._client.chat.completions.create(**self._request(messages, fmt))
+                response: Any = await self._client.chat.completions.create(**self._request(messages, fmt))
             except openai.APIError as err:
                 if self._step_down_format(err, fmt):
                     return None
                 raise
+            except ValueError as err:  # a 200 whose body is not JSON (json.JSONDecodeError)
+                response = InvalidBody(f"not JSON: {err}")
             finally:
                 self.stats.in_flight -= 1
-        content = (response.choices[0].message.content or "") if response.choices else ""
-        self.stats.responses += 1
-        usage = response.usage
-        if usage is None:
-            prompt = sum(_estimate_tokens(m["content"]) for m in messages)
-            return Completion(content, prompt, _estimate_tokens(content), usage_estimated=True)
-        return Completion(content, int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+        self.stats.responses += 1  # answered with a 200: billed, whatever the body holds
+        return _completion(response, messages)
+
+    async def preflight(self) -> None:
+        """Raise :class:`EndpointUnreachable` unless something answers HTTP at the endpoint (``GET
+        /models``; any status counts as an answer, since not every server lists its models), and
+        :class:`ConfigError` if it refuses the key there."""
+        timeout = min(self.config.timeout_s, PREFLIGHT_TIMEOUT_S)
+        try:
+            await self._client.with_options(timeout=timeout, max_retries=0).models.list()
+        except openai.APITimeoutError as err:
+            raise EndpointUnreachable(self.endpoint.display_url, f"no answer within {timeout:g} s") from err
+        except openai.APIConnectionError as err:
+            cause = err.__cause__ or err
+            detail = self._scrub(f"{type(cause).__name__}: {cause}")
+            raise EndpointUnreachable(self.endpoint.display_url, f"cannot connect ({detail})") from err
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+            raise self._refused(err) from err
+        except (openai.APIError, ValueError):
+            pass  # it answered: an error status or a body that is no model list still means it is there
+
+    def _refused(self, err: openai.APIStatusError) -> ConfigError:
+        return ConfigError(
+            "paraphrase.model",
+            f"the endpoint {self.endpoint.display_url} refused the request ({err.status_code}): "
+            f"{self._scrub(err.message)}",
+            allowed="a model the endpoint serves and a valid key",
+        )
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, (self.endpoint.api_key,))
 
     async def complete(self, messages: list[dict[str, str]], key: str, budget: Budget | None = None) -> Completion:
         """One chat completion, retried on 429, 5xx, timeouts and connection errors. Raises
         :class:`BudgetExhausted` (nothing sent) or :class:`RequestFailed` (the budget slot given back)."""
+        if self._reachable is None:  # a run served wholly from the cache never needs the endpoint
+            self._reachable = asyncio.ensure_future(self.preflight())
+        await asyncio.shield(self._reachable)  # every request waits for the one preflight
         slot = [False]
         try:
             return await self._complete(messages, key, slot, budget)
@@ -212,16 +252,16 @@ class ChatClient:
                 done = await self._send(messages, slot, budget)
                 if done is not None:
                     return done
-            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as err:
-                raise ConfigError(
-                    "paraphrase.model", f"the endpoint refused the request ({err.status_code}): {err.message}",
-                    allowed="a model the endpoint serves and a valid key",
-                ) from err  # fmt: skip
+            except _REFUSED_STATUS as err:
+                raise self._refused(err) from err
             except openai.APIError as err:
                 reason = _retry_reason(err)
                 if reason is None or retries >= self.config.max_retries:
                     self.stats.failed_requests += 1
-                    raise RequestFailed(f"request failed after {retries} retries: {reason or err}") from err
+                    if reason in ("connection", "timeout"):
+                        await self.preflight()  # the endpoint itself gone: stop the run, not just this item
+                    detail = self._scrub(str(reason or err))
+                    raise RequestFailed(f"request failed after {retries} retries: {detail}") from err
                 self.stats.retries[reason] += 1
                 await asyncio.sleep(self._backoff(retries, err, rng))
                 retries += 1
@@ -235,3 +275,27 @@ class ChatClient:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+@dataclass(frozen=True)
+class InvalidBody:
+    problem: str
+
+
+def _completion(response: Any, messages: list[dict[str, str]]) -> Completion:
+    """What a 200 brought: the reply and its tokens, or why the body was no chat completion."""
+    if isinstance(response, InvalidBody):
+        return Completion("", 0, 0, invalid=f"invalid response body ({response.problem[:120]})")
+    if isinstance(response, str):  # the openai client returns a body that is not JSON-typed as text
+        return Completion("", 0, 0, invalid=f"invalid response body (not JSON: {response[:80]!r})")
+    choices = getattr(response, "choices", None)
+    message = getattr(choices[0], "message", None) if choices else None
+    if message is None:
+        missing = "a message in its choice" if choices else "choices"
+        return Completion("", 0, 0, invalid=f"invalid response body (no {missing})")
+    content = message.content or ""  # a refusal or an empty reply: the model's answer all the same
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        prompt = sum(_estimate_tokens(m["content"]) for m in messages)
+        return Completion(content, prompt, _estimate_tokens(content), usage_estimated=True)
+    return Completion(content, int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))

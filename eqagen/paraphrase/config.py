@@ -1,22 +1,35 @@
 """Configuration of the paraphrase stage (one pydantic model, unknown keys rejected).
 
-The endpoint is resolved from the config first, then the usual ``OPENAI_*`` variables. With no model,
-or no way to reach an endpoint, ``mode="auto"`` falls back to the deterministic offline paraphraser, so
-every preset runs without a network.
+``model`` says what paraphrases, and nothing else does: ``offline`` (the default) is the deterministic
+offline paraphraser, any other name is a chat model behind an OpenAI-compatible endpoint. A named model
+either gets an endpoint (``base_url`` or ``api_key``, from the config or the usual ``OPENAI_*``
+variables) or is an error: a run never falls back to the offline paraphraser on its own.
+
+Secrets never leave this module in clear: the key is a ``SecretStr``, and every dump of ``base_url``
+(manifest, dataset card, stats, messages) goes through :func:`redact_url`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer, model_validator
 
 from eqagen.core.errors import ConfigError
 
+OFFLINE_MODEL = "offline"  # the model name that selects the offline paraphraser, and its provenance
 ResponseFormat = Literal["auto", "json_schema", "json_object", "none"]
+# Query parameters whose values are credentials (api-key, key, token, sig, password, ...).
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential", re.I)
+REDACTED = "***"
+MIN_SECRET_LENGTH = 6  # shorter strings are not scrubbed from text: they would mangle ordinary words
+MIN_ITEMS_FOR_FAILURE_SHARE = 20  # the failure share is judged only once this many items are done
 
 
 class ParaphraseConfig(BaseModel):
@@ -24,10 +37,12 @@ class ParaphraseConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["auto", "llm", "offline"] = Field(
-        "auto", description="auto: LLM when a model and an endpoint are configured, else offline"
+    model: str = Field(
+        OFFLINE_MODEL,
+        min_length=1,
+        description="'offline' (the deterministic offline paraphraser), or a chat model name such as "
+        "gpt-4o-mini or a vLLM served model, which then needs base_url or api_key",
     )
-    model: str = Field("", description="chat model name, e.g. gpt-4o-mini or a vLLM served model")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL (default: OPENAI_BASE_URL)")
     api_key: SecretStr | None = Field(None, description="API key (default: OPENAI_API_KEY)")
     # Sampling parameters: part of the cache key.
@@ -39,6 +54,14 @@ class ParaphraseConfig(BaseModel):
     )
     n_shots: int = Field(3, ge=0, le=16, description="few-shot examples per request, drawn from train")
     max_attempts: int = Field(3, ge=1, description="paraphrase attempts per item before keeping the template")
+    max_failure_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=f"stop the run once more than this share of the items finished so far (at least "
+        f"{MIN_ITEMS_FOR_FAILURE_SHARE}) kept their template text because every reply was rejected or their "
+        "request failed; 1 never stops",
+    )
     # Transport.
     concurrency: int = Field(8, ge=1, description="requests in flight at most")
     timeout_s: float = Field(60.0, gt=0.0, description="per-request timeout")
@@ -46,7 +69,7 @@ class ParaphraseConfig(BaseModel):
     backoff_base_s: float = Field(0.5, ge=0.0)
     backoff_max_s: float = Field(30.0, ge=0.0)
     # Budget for one run (None: unlimited). Cached responses cost nothing.
-    max_requests: int | None = Field(None, ge=0)
+    max_requests: int | None = Field(None, ge=0, description="billed requests (responses received)")
     max_tokens: int | None = Field(None, ge=0, description="prompt + completion tokens, all requests")
     price_input_per_mtok: float = Field(0.0, ge=0.0, description="USD per million prompt tokens")
     price_output_per_mtok: float = Field(0.0, ge=0.0, description="USD per million completion tokens")
@@ -55,6 +78,60 @@ class ParaphraseConfig(BaseModel):
         None, description="the cache file (default: $EQAGEN_CACHE_DIR or ~/.cache/eqagen, paraphrase.sqlite)"
     )
     template_version: str = Field("1", description="bump to invalidate cached prompts")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "mode" in data:
+            raise ValueError(
+                "'mode' is gone: the model alone says what paraphrases; use model: offline for the offline "
+                "paraphraser, or a model name with base_url (or an API key) for an LLM"
+            )
+        return data
+
+    @field_serializer("base_url")
+    def _redacted_base_url(self, url: str | None) -> str | None:
+        return redact_url(url) if url is not None else None
+
+    @property
+    def offline(self) -> bool:
+        return self.model == OFFLINE_MODEL
+
+
+def config_from(values: Mapping[str, Any]) -> ParaphraseConfig:
+    """A validated config from plain values; the first problem as a ConfigError naming its key."""
+    try:
+        return ParaphraseConfig(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(["paraphrase", *(str(p) for p in first["loc"])])
+        problem = first["msg"].removeprefix("Value error, ")
+        allowed = ", ".join(ParaphraseConfig.model_fields) if first["type"] == "extra_forbidden" else None
+        raise ConfigError(key, problem, allowed=allowed) from None
+
+
+def redact_url(url: str, secrets: tuple[str, ...] = ()) -> str:
+    """``url`` safe to write down: credentials in the netloc (``user:password@``) and the values of
+    credential-like query parameters (``api-key=``, ``key=``, ``token=``, ...) become ``***``, and so does
+    any of ``secrets`` (e.g. the API key) found elsewhere in it."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+        query = [(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in parse_qsl(parts.query, True)]
+        text = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), parts.fragment))
+    except ValueError:  # not a URL at all: nothing of it is safe to show
+        return REDACTED
+    return scrub(text, secrets)
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every occurrence of a secret replaced by ``***``."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_LENGTH:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def resolve_cache_path(config: ParaphraseConfig) -> Path | None:
@@ -72,29 +149,47 @@ def resolve_cache_path(config: ParaphraseConfig) -> Path | None:
 
 @dataclass(frozen=True)
 class Endpoint:
+    """Where requests go. ``base_url`` is without its query string; the query (an ``api-key=`` of a
+    gateway) travels as ``query``, which the openai client appends to every request."""
+
     model: str
     base_url: str | None
-    api_key: str
+    api_key: str = field(repr=False)
+    query: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def display_url(self) -> str:
+        """The URL as it may be written down (stats, messages): credentials redacted."""
+        if self.base_url is None:
+            return "the OpenAI API"
+        url = self.base_url + (f"?{urlencode(self.query)}" if self.query else "")
+        return redact_url(url, (self.api_key,))
+
+
+def _split_query(url: str) -> tuple[str, dict[str, str]]:
+    """The openai client joins paths onto ``base_url`` verbatim, so a query string there would end up in
+    the middle of the path; it is taken off and sent as the client's default query instead."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), dict(parse_qsl(parts.query, True))
 
 
 def resolve_endpoint(config: ParaphraseConfig) -> Endpoint | None:
-    """The endpoint to call, or None for the offline paraphraser.
+    """The endpoint to call, or None when the config names the offline paraphraser.
 
-    A local server (vLLM, Ollama, llama.cpp) needs no key; the openai client still wants one, so a
-    placeholder is passed when only a base URL is known.
+    A named model needs a base URL or a key: with neither, there is nothing to call, and that is a
+    :class:`ConfigError` (never a silent offline run). A local server (vLLM, Ollama, llama.cpp) needs no
+    key; the openai client still wants one, so a placeholder is passed when only a base URL is known.
     """
-    if config.mode == "offline":
+    if config.offline:
         return None
     base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
     key = config.api_key.get_secret_value() if config.api_key else os.environ.get("OPENAI_API_KEY", "")
-    reachable = bool(config.model) and bool(base_url or key)
-    if not reachable:
-        if config.mode == "llm":
-            missing = "model" if not config.model else "base_url or api_key"
-            raise ConfigError(
-                f"paraphrase.{missing.split()[0]}",
-                f"mode 'llm' needs a {missing}",
-                allowed="set it in the config, or OPENAI_BASE_URL / OPENAI_API_KEY, or use mode 'offline'",
-            )
-        return None
-    return Endpoint(model=config.model, base_url=base_url, api_key=key or "not-needed")
+    if not (base_url or key):
+        raise ConfigError(
+            "paraphrase.model",
+            f"model '{config.model}' has no endpoint: no base_url and no API key",
+            allowed="set base_url (--base-url) for a local server, or OPENAI_API_KEY for OpenAI; "
+            f"or use model '{OFFLINE_MODEL}' (--offline) for the offline paraphraser",
+        )
+    url, query = _split_query(base_url) if base_url else (None, {})
+    return Endpoint(model=config.model, base_url=url, api_key=key or "not-needed", query=query)

@@ -1,5 +1,5 @@
-"""Closed vocabularies the validator reads text with: numbers, colors, states, temporal relations,
-ordinals, yes/no and object types with their synonyms.
+"""Closed vocabularies the validator reads text with: numbers, colors, states, temporal and spatial
+relations, compass directions, quantity hedges, ordinals, yes/no and object types with their synonyms.
 
 Each vocabulary maps surface forms to a canonical id. Scanning is longest-match-first and
 non-overlapping, so "right after" is read as one relation and never also as "after".
@@ -8,6 +8,7 @@ non-overlapping, so "right after" is read as one relation and never also as "aft
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import cache, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
@@ -83,6 +84,50 @@ TEMPORAL = {
     "right after": "right_after", "just after": "right_after", "immediately after": "right_after",
     "after": "after", "following": "after", "later than": "after",
     "between": "between",
+}  # fmt: skip
+
+# Spatial relations (TAG-EQA's location and position filters). A form naming "you" binds the agent.
+# Bare "left"/"right"/"on"/"in" count only where an object follows (see validator.relation_pairs).
+RELATIONS = {
+    "left": "left", "left of": "left", "to the left of": "left", "on the left of": "left",
+    "on the left side of": "left", "to the left side of": "left", "to your left": "left", "on your left": "left",
+    "right": "right", "right of": "right", "to the right of": "right", "on the right of": "right",
+    "on the right side of": "right", "to the right side of": "right", "to your right": "right",
+    "on your right": "right",
+    "in front of": "front", "in front": "front", "ahead of": "front", "in front of you": "front",
+    "ahead of you": "front",
+    "behind": "behind", "in back of": "behind", "at the back of": "behind", "behind you": "behind",
+    "above": "above", "over": "above", "higher than": "above",
+    "under": "below", "underneath": "below", "below": "below", "beneath": "below", "lower than": "below",
+    "on": "on", "onto": "on", "upon": "on", "on top of": "on", "atop": "on",
+    "inside": "inside", "inside of": "inside", "in": "inside", "into": "inside", "within": "inside",
+}  # fmt: skip
+DIRECTIONS = {
+    "north": "north", "south": "south", "east": "east", "west": "west", "northeast": "northeast",
+    "north east": "northeast", "northwest": "northwest", "north west": "northwest", "southeast": "southeast",
+    "south east": "southeast", "southwest": "southwest", "south west": "southwest",
+}  # fmt: skip
+# Quantity hedges: a word that turns an exact number into a range or a guess. Those before a number count
+# only there ("over 3", not "over the table"); vague quantities count anywhere ("several", "a few").
+HEDGES_BEFORE_NUMBER = {
+    "more than": "more than", "over": "more than", "above": "more than", "greater than": "more than",
+    "in excess of": "more than", "upwards of": "more than", "just over": "more than",
+    "fewer than": "fewer than", "less than": "fewer than", "under": "fewer than", "below": "fewer than",
+    "just under": "fewer than",
+    "at least": "at least", "no fewer than": "at least", "no less than": "at least", "a minimum of": "at least",
+    "at most": "at most", "up to": "at most", "no more than": "at most", "a maximum of": "at most",
+    "as many as": "at most",
+    "about": "about", "around": "about", "approximately": "about", "roughly": "about", "circa": "about",
+    "some": "about", "close to": "about", "almost": "about", "nearly": "about", "an estimated": "about",
+    "give or take": "about", "plus or minus": "about",
+}  # fmt: skip
+HEDGES_AFTER_NUMBER = {"or more": "at least", "or so": "about", "or fewer": "at most", "or less": "at most"}
+VAGUE_QUANTITIES = {
+    "several": "several", "a few": "several", "few": "several", "a couple": "several", "a couple of": "several",
+    "many": "several", "multiple": "several", "numerous": "several", "a handful": "several",
+    "a handful of": "several", "a number of": "several", "lots of": "several", "a lot of": "several",
+    "plenty of": "several", "a bunch of": "several", "dozens": "several", "various": "several",
+    "countless": "several",
 }  # fmt: skip
 
 POLARITY = {
@@ -207,7 +252,7 @@ def _alternation(forms: list[str]) -> re.Pattern[str]:
 @cache
 def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
     tables = {"color": COLORS, "state": STATES, "bare_state": BARE_STATES, "material": MATERIALS,
-              "temporal": TEMPORAL, "polarity": POLARITY}  # fmt: skip
+              "temporal": TEMPORAL, "polarity": POLARITY, "relation": RELATIONS, "direction": DIRECTIONS}  # fmt: skip
     table = tables[kind]
     return _alternation(list(table)), table
 
@@ -314,36 +359,15 @@ def scan_ordinals(text: str) -> list[int]:
     return [value for _, value in sorted(found)]
 
 
+# Not "on": in an open phrase it is content ("putting things on" is not "putting things inside"), the
+# one short word that is (content words are otherwise longer than two letters).
+_SHORT_CONTENT_WORDS = frozenset({"on"})
 _STOP_WORDS = frozenset(
     {
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "of",
-        "for",
-        "to",
-        "on",
-        "in",
-        "at",
-        "with",
-        "by",
-        "from",
-        "used",
-        "use",
-        "using",
-        "things",
-        "thing",
-        "something",
-        "it",
-        "its",
-        "them",
-        "they",
-        "you",
-        "your",
+        "the", "a", "an", "and", "or", "of", "for", "to", "in", "at", "with", "by", "from", "used", "use",
+        "using", "things", "thing", "something", "it", "its", "them", "they", "you", "your",
     }
-)
+)  # fmt: skip
 
 
 def _stem(word: str) -> str:
@@ -360,9 +384,79 @@ def _stem(word: str) -> str:
 def content_stems(phrase: str) -> tuple[str, ...]:
     """The stems of a phrase's content words ("used for watering plants" -> ("water", "plant"))."""
     words = re.findall(r"[a-z]+", normalize_text(phrase))
-    return tuple(dict.fromkeys(_stem(w) for w in words if w not in _STOP_WORDS and len(w) > 2))
+    kept = (w for w in words if w not in _STOP_WORDS and (len(w) > 2 or w in _SHORT_CONTENT_WORDS))
+    return tuple(dict.fromkeys(_stem(w) for w in kept))
 
 
 @lru_cache(maxsize=1 << 16)
 def stems_in(text: str) -> frozenset[str]:
-    return frozenset(_stem(w) for w in re.findall(r"[a-z]+", normalize_text(text)))
+    return frozenset(stem_counts(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def stem_counts(text: str) -> Counter[str]:
+    """How often each word stem occurs in ``text``."""
+    return Counter(_stem(w) for w in re.findall(r"[a-z]+", normalize_text(text)))
+
+
+# ---- quantity hedges and spatial relations ---------------------------------------------------------
+
+_NUMBER_FORM = "(?:-?\\d+(?:\\.\\d+)?|(?:{w})(?:-(?:{w}))?)".format(
+    w="|".join(sorted((w for w in NUMBER_WORDS if w not in ("once", "twice", "thrice")), key=len, reverse=True))
+)
+
+
+def _phrases(table: dict[str, str]) -> str:
+    return "|".join(re.escape(f).replace(r"\ ", r"[ -]") for f in sorted(table, key=lambda f: (-len(f), f)))
+
+
+_HEDGE = re.compile(
+    rf"(?<![\w-])(?P<before>{_phrases(HEDGES_BEFORE_NUMBER)}) (?={_NUMBER_FORM}(?!\w|\.\d))"
+    rf"|(?<=\w)(?P<after> (?:{_phrases(HEDGES_AFTER_NUMBER)})|\+)(?![\w-])"
+    rf"|(?<![\w-])(?<!how )(?P<vague>{_phrases(VAGUE_QUANTITIES)})(?![\w-])"
+)
+
+
+@lru_cache(maxsize=1 << 16)
+def _hedge_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+    norm = normalize_text(text)
+    out = []
+    for m in _HEDGE.finditer(norm):
+        group = m.lastgroup or ""
+        surface = m.group(group).strip().replace("-", " ")
+        if group == "after" and not _NUMERAL_BEFORE.search(norm[: m.start()]):
+            continue  # "or more" after a word that is no number
+        table = {"before": HEDGES_BEFORE_NUMBER, "after": HEDGES_AFTER_NUMBER, "vague": VAGUE_QUANTITIES}[group]
+        out.append((m.start(), m.end(), table.get(surface, "at least")))  # "+" is the only form not in a table
+    return tuple(out)
+
+
+_NUMERAL_BEFORE = re.compile(rf"{_NUMBER_FORM}$")
+
+
+def scan_hedges(text: str) -> list[str]:
+    """Canonical ids of the quantity hedges in ``text``: "more than 3" -> "more than", "several"."""
+    return [canon for _, _, canon in _hedge_spans(text)]
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+@lru_cache(maxsize=1 << 16)
+def relation_spans(text: str) -> tuple[tuple[int, int, str, bool], ...]:
+    """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
+    not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
+    quantity hedge ("under 3")."""
+    norm = normalize_text(text)
+    taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, text)]
+    taken += [(a, b) for a, b, _ in _hedge_spans(text)]
+    pattern, table = _vocabulary_pattern("relation")
+    found = []
+    for m in pattern.finditer(_blank(norm, taken)):
+        surface = m.group(0).replace("-", " ")
+        found.append((m.start(), m.end(), table[surface], bool({"you", "your"} & set(surface.split()))))
+    return tuple(found)

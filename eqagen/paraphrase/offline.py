@@ -1,4 +1,4 @@
-"""The deterministic offline paraphraser: used when no LLM endpoint is configured.
+"""The deterministic offline paraphraser: used when the config names it (``model: offline``).
 
 Each query type has a jinja2 file in ``eqagen/templates/paraphrase/offline`` whose macros
 ``question_N`` / ``answer_N`` are the variants. The variants are tried in an order drawn from
@@ -15,11 +15,11 @@ from typing import Any
 
 from eqagen.core.records import Paraphrase, QARecord
 from eqagen.core.rng import derive_rng
+from eqagen.paraphrase.config import OFFLINE_MODEL
 from eqagen.paraphrase.lexicon import NUMBER_WORDS
 from eqagen.paraphrase.prompts import environment
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 
-OFFLINE_MODEL = "offline"
 _WORD_OF = {v: k for k, v in NUMBER_WORDS.items() if k not in ("twice", "thrice", "once", "none")}
 _YES_NO_TYPES = ("yes/no", "yesno", "bool", "boolean")
 
@@ -85,13 +85,15 @@ def offline_paraphrase(record: QARecord, seed: int, item: ItemFacts | None = Non
     rng = derive_rng(seed, "paraphrase", "offline", record.question_id)
     q_order, a_order = rng.permutation(len(questions)), rng.permutation(len(answers))
     ctx = variant_context(record)
-    last_reason = "no offline variant"
+    last_reason, tried = "no offline variant", 0
     for qi in q_order:
         question = str(questions[qi](ctx)).strip()
         for ai in a_order:
             answer = str(answers[ai](ctx)).strip()
             verdict = check_paraphrase(record, question, answer, item)
+            tried += 1
             if verdict.ok:
-                return OfflineOutcome(Paraphrase(question, answer, OFFLINE_MODEL, True), "")
+                return OfflineOutcome(Paraphrase(question, answer, OFFLINE_MODEL, True, tried), "")
             last_reason = verdict.reason
-    return OfflineOutcome(Paraphrase(record.question, record.answer, OFFLINE_MODEL, False), last_reason)
+    kept = Paraphrase(record.question, record.answer, OFFLINE_MODEL, False, tried, last_reason)
+    return OfflineOutcome(kept, last_reason)

@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 
 from eqagen.core.errors import ConfigError
 from eqagen.core.records import QARecord
-from eqagen.paraphrase.config import ParaphraseConfig, resolve_endpoint
-from eqagen.paraphrase.runner import paraphrase_records
+from eqagen.paraphrase.config import ParaphraseConfig, config_from, resolve_endpoint
+from eqagen.paraphrase.runner import FailureGuard, check_endpoint, paraphrase_records
 from eqagen.paraphrase.tables import paraphrase_array, records_from_table
 
 
@@ -31,7 +31,7 @@ def as_config(section: Any) -> ParaphraseConfig:
     if isinstance(section, ParaphraseConfig):
         return section
     if isinstance(section, Mapping):
-        return ParaphraseConfig(**section)
+        return config_from(section)
     raise ConfigError("paraphrase", f"expected a mapping, got {type(section).__name__}")
 
 
@@ -62,8 +62,15 @@ POOL_COLUMNS = ("question_id", "query_type", "split")
 
 
 def uses_llm(section: Any) -> bool:
-    """Whether the stage calls an LLM (and so needs a few-shot pool) or runs the offline paraphraser."""
+    """Whether the stage calls an LLM (and so needs a few-shot pool) or runs the offline paraphraser.
+    A model with no endpoint is a ConfigError here, never an offline run."""
     return resolve_endpoint(as_config(section)) is not None
+
+
+def check_paraphrase_endpoint(section: Any) -> None:
+    """Before a generate run does any work: a named model must have an endpoint that answers
+    (:func:`eqagen.paraphrase.runner.check_endpoint`); nothing to check for the offline paraphraser."""
+    check_endpoint(as_config(section))
 
 
 def pool_question_ids(keys: pa.Table) -> set[str]:
@@ -93,18 +100,20 @@ class ChunkedParaphrase:
     """The paraphrase stage applied to a stream of row chunks (the pipeline streams the kept questions
     batch by batch). Every row gets the paraphrase one call on the whole table would give it: the
     offline paraphraser is seeded per question, and the LLM's few-shot pool is fixed up front
-    (``examples``). The request and token budgets are the run's, carried from chunk to chunk; the
-    statistics are summed over chunks."""
+    (``examples``). The request and token budgets and the share of failed items are the run's, carried
+    from chunk to chunk; the statistics are summed over chunks."""
 
     def __init__(self, section: Any, seed: int, examples: Sequence[QARecord] | None = None):
         self.config, self.seed, self.examples = as_config(section), seed, examples
         self.totals: dict[str, Any] = {}
+        self.guard = FailureGuard(self.config.max_failure_share)
 
     def __call__(self, table: pa.Table) -> pa.Table:
         if table.num_rows == 0:
             return with_paraphrases(table, paraphrase_array([]))
         config = self._remaining_budget()
-        result = paraphrase_records(records_from_table(table), config, self.seed, examples=self.examples)
+        records = records_from_table(table)
+        result = paraphrase_records(records, config, self.seed, examples=self.examples, guard=self.guard)
         self.totals = merge_stats(self.totals, result.stats)
         return with_paraphrases(table, paraphrase_array(result.paraphrases))
 
@@ -117,6 +126,7 @@ class ChunkedParaphrase:
         head = list(itertools.islice(tables, 2))
         if workers <= 1 or len(head) < 2 or uses_llm(self.config):
             yield from (self(t) for t in itertools.chain(head, tables))
+            self.guard.check()  # the whole run's share of failed items, now that every row is done
             return
         with contextlib.ExitStack() as stack:
             if executor is None:  # spawn, not fork: the caller may be a Prefect flow with its own threads
@@ -135,9 +145,11 @@ class ChunkedParaphrase:
         return with_paraphrases(table, column)
 
     def _remaining_budget(self) -> ParaphraseConfig:
+        """The budget left for the next chunk: billed requests (responses received, not attempts: a 429
+        or a 5xx is not billed) and tokens used so far are taken off."""
         update = {}
         if self.config.max_requests is not None:
-            update["max_requests"] = max(0, self.config.max_requests - int(self.totals.get("requests_sent", 0)))
+            update["max_requests"] = max(0, self.config.max_requests - int(self.totals.get("responses", 0)))
         if self.config.max_tokens is not None:
             update["max_tokens"] = max(0, self.config.max_tokens - int(self.totals.get("total_tokens", 0)))
         return self.config.model_copy(update=update) if update else self.config

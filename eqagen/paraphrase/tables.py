@@ -12,8 +12,16 @@ import pyarrow as pa
 from eqagen.core.errors import DataFileError
 from eqagen.core.records import AnswerGroup, FilterSpec, Paraphrase, Program, QARecord, QuerySpec, ResultItem
 
+# The ``paraphrase`` column of the questions table (``outputs.schemas`` uses this one definition).
 PARAPHRASE_TYPE = pa.struct(
-    [("question", pa.string()), ("answer", pa.string()), ("model", pa.string()), ("validated", pa.bool_())]
+    [
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("model", pa.string()),  # "offline", the chat model that answered, or "" when none did
+        ("validated", pa.bool_()),
+        ("attempts", pa.int32()),  # rewrites checked: the model's replies, or offline variants tried
+        ("reason", pa.string()),  # why the template text was kept; "" when validated
+    ]
 )
 _REQUIRED = ("episode_id", "program", "structured_answer", "answer_type", "question", "answer")
 
@@ -73,6 +81,6 @@ def records_from_table(table: pa.Table) -> list[QARecord]:
 
 
 def paraphrase_array(paraphrases: Sequence[Paraphrase]) -> pa.StructArray:
-    """The ``paraphrase`` column (struct of question, answer, model, validated)."""
+    """The ``paraphrase`` column (:data:`PARAPHRASE_TYPE`)."""
     rows = [asdict(p) for p in paraphrases]
     return pa.array(rows, type=PARAPHRASE_TYPE)

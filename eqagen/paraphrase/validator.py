@@ -7,24 +7,38 @@ yes/no. A fact is *essential on a side* (question or answer) when the template t
 it; the paraphrase of that side must state it too. A paraphrase may also not mention a number, color,
 material, state, relation, ordinal, negation or known object type that its side of the item does not
 have: that is how a changed fact ("open" -> "closed", "3" -> "4") is caught even when the original word
-survives elsewhere. Temporal relations are bound to the objects of their clause, so swapping which event
-comes before and which after is caught too.
+survives elsewhere. Temporal relations are bound to the objects of their clause, and spatial relations
+(left/right, in front of/behind, above/under, on/inside) to the object that follows them, so swapping
+which event comes before and which after, or which object is left of which, is caught too. A
+quantity hedge ("more than 3", "several") is a word the item does not have; an object or number stated
+N times (a list) must be stated N times; and a paraphrase may add no link, markup or instruction
+(:mod:`eqagen.paraphrase.text_checks`).
+
+:func:`check_paraphrase` runs :data:`SIDE_CHECKS`, small named checks each giving its own reasons.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
+from eqagen.paraphrase.text_checks import added_text
 
 SIDES = ("question", "answer")
 KINDS = (
-    "type", "number", "coordinate", "color", "material", "utility", "value", "state", "temporal", "ordinal", "polarity",
+    "type", "number", "coordinate", "color", "material", "utility", "value", "state", "temporal", "relation",
+    "direction", "ordinal", "polarity", "hedge",
 )  # fmt: skip
 PHRASE_KINDS = ("utility", "value")  # open phrases, matched by their content words
-WORD_KINDS = ("color", "material", "state", "temporal", "polarity")
+WORD_KINDS = ("color", "material", "state", "temporal", "direction", "polarity", "hedge")
+# Containment may be rephrased without its preposition ("the chairs in the kitchen" -> "the chairs the
+# kitchen has"): kept while its object is named and bound to no other relation. Directions may not.
+CONTAINMENT = frozenset({"on", "inside"})
+AGENT = frozenset({"you"})  # the object of "to your left", "in front of you"
+RELATION_REACH = 4  # words at most between a relation and its object ("under the closed white drawer")
 NUMBER_TOL = 0.006  # numbers printed with two decimals may be re-printed with more or fewer zeros
 LOCATE_TOL = 0.051  # structure-to-template match: the template may round coordinates to one decimal
 _YES = frozenset({"yes", "true", "1"})
@@ -46,6 +60,7 @@ class Fact:
 
 
 Binding = tuple[str, frozenset[frozenset[str]]]  # (temporal relation, the object mentions of its clause)
+Relation = tuple[str, frozenset[str]]  # (spatial relation, the types its object may name)
 
 
 @dataclass
@@ -54,6 +69,7 @@ class ItemFacts:
 
     facts: list[Fact]
     types: frozenset[str]  # every type the item has (extends the type vocabulary)
+    texts: dict[str, str] = field(default_factory=dict)  # side -> the template text
     allowed: dict[str, dict[str, set]] = field(default_factory=dict)  # side -> kind -> values
     numbers: dict[str, list[float]] = field(default_factory=dict)  # side -> numbers it may mention
     bare_states: bool = False  # a state query: its answer may be a bare "on" / "off"
@@ -220,6 +236,8 @@ def _reader(kind: str, types: frozenset[str], side: str = "question", bare_state
     """How ``kind`` is read from the text of ``side``: a function text -> canonical values."""
     if kind == "ordinal":
         return lx.scan_ordinals
+    if kind == "hedge":
+        return lx.scan_hedges
     if kind == "type":
         return lambda text: [t for owners in lx.scan_types(text, types) for t in owners]
     if kind == "state" and side == "answer" and bare_states:
@@ -322,12 +340,29 @@ def derive_facts(record: QARecord) -> ItemFacts:
     bare = record.program.query.name == "getState" or record.answer_type == "state"
     facts = _locate(structural, texts, types, bare)
     facts = _merge(facts + _text_only_facts(facts, texts, types, bare))
-    allowed, numbers = _allowed(facts, texts)
     all_types = frozenset(t for f in facts if f.kind == "type" for t in f.value)  # type: ignore[attr-defined]
+    facts = _merge(facts + _relation_facts(record, texts, all_types))
+    allowed, numbers = _allowed(facts, texts)
     bindings = {side: [b for b in temporal_bindings(text, all_types) if b[1]] for side, text in texts.items()}
     return ItemFacts(
-        facts=facts, types=all_types, allowed=allowed, numbers=numbers, bare_states=bare, bindings=bindings
-    )
+        facts=facts, types=all_types, texts=texts, allowed=allowed, numbers=numbers, bare_states=bare,
+        bindings=bindings,
+    )  # fmt: skip
+
+
+def _relation_facts(record: QARecord, texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+    """The spatial relations the template text states, each with its object. A location answer ("Mug.")
+    may say the object was on or in what it names: the answer side may mention those too (origin
+    answer, stated nowhere, so not essential)."""
+    facts = [
+        Fact("relation", _relation_label(pair), pair, "text", (side,))
+        for side, text in texts.items()
+        for pair in relation_pairs(text, types)
+    ]
+    if record.program.query.name == "getLocation":
+        located = lx.scan_types(texts["answer"], types)
+        facts += [Fact("relation", _relation_label((r, o)), (r, o), "answer") for o in located for r in CONTAINMENT]
+    return facts
 
 
 # ---- temporal relations and the events they are about -------------------------------------------
@@ -348,7 +383,8 @@ def temporal_bindings(text: str, types: frozenset[str]) -> list[Binding]:
     return out
 
 
-def _binding_reasons(item: ItemFacts, side: str, text: str) -> list[str]:
+def moved_temporal(item: ItemFacts, side: str, text: str) -> list[str]:
+    """A temporal relation bound to another event than the template's."""
     found = temporal_bindings(text, item.types)
     reasons = []
     for relation, objects in item.bindings.get(side, []):
@@ -361,7 +397,51 @@ def _binding_reasons(item: ItemFacts, side: str, text: str) -> list[str]:
     return reasons
 
 
+# ---- spatial relations and the objects they are about --------------------------------------------
+
+_REACH_BREAK = re.compile(r"[,;?.!:()]")
+
+
+def relation_pairs(text: str, types: frozenset[str]) -> list[Relation]:
+    """Each spatial relation in ``text`` with the object it is about: the first object named within
+    :data:`RELATION_REACH` words after it, in the same clause ("to the left of the bowl" -> ("left",
+    {Bowl})), or the agent ("to your left"). A relation word with no object near ("the one on the left",
+    "over the episode") is not one."""
+    norm = lx.normalize_text(text)
+    objects = lx.type_spans(text, types)
+    pairs = []
+    for _, end, relation, names_agent in lx.relation_spans(text):
+        target = AGENT if names_agent else _object_after(norm, end, objects)
+        if target is not None:
+            pairs.append((relation, target))
+    return pairs
+
+
+def _object_after(norm: str, end: int, objects: list[tuple[int, frozenset[str]]]) -> frozenset[str] | None:
+    start, owners = next(((s, o) for s, o in objects if s >= end), (None, None))
+    if start is None:
+        return None
+    between = norm[end:start]
+    return owners if len(between.split()) <= RELATION_REACH and not _REACH_BREAK.search(between) else None
+
+
+def _relation_label(pair: Relation) -> str:
+    return f"{pair[0]} {'/'.join(sorted(pair[1]))}"
+
+
+def _relation_kept(pair: Relation, found: list[Relation], text: str, item: ItemFacts) -> bool:
+    relation, target = pair
+    if any(r == relation and t & target for r, t in found):
+        return True
+    if relation not in CONTAINMENT:
+        return False
+    named = any(owners & target for owners in lx.scan_types(text, item.types))
+    return named and not any(t & target for _, t in found)
+
+
 # ---- checking a paraphrase -----------------------------------------------------------------------
+
+Check = Callable[["ItemFacts", str, str], list[str]]  # (item, side, paraphrase text of that side) -> reasons
 
 
 def _states_fact(fact: Fact, text: str, item: ItemFacts, side: str) -> bool:
@@ -377,13 +457,69 @@ def _states_fact(fact: Fact, text: str, item: ItemFacts, side: str) -> bool:
         return _find_triple(lx.scan_numbers(text), fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
     if fact.kind == "type":
         return any(owners & fact.value for owners in lx.scan_types(text, item.types))  # type: ignore[operator]
+    if fact.kind == "relation":
+        return _relation_kept(fact.value, relation_pairs(text, item.types), text, item)  # type: ignore[arg-type]
     if fact.kind in PHRASE_KINDS:
         return set(fact.value) <= lx.stems_in(text)  # type: ignore[call-overload]
     return fact.value in _reader(fact.kind, item.types, side, item.bare_states)(text)
 
 
-def _introduced(item: ItemFacts, side: str, text: str) -> list[str]:
-    """Mentions in ``text`` of numbers, words or object types this side of the item does not have."""
+def dropped_facts(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Essential facts of this side the paraphrase no longer states."""
+    return [
+        f"dropped {fact.kind} '{fact.label}' from the {side}"
+        for fact in item.essential
+        if side in fact.sides and not _states_fact(fact, text, item, side)
+    ]
+
+
+COUNTED_KINDS = ("type", "number", "color", "material", "state", *PHRASE_KINDS)
+
+
+def fewer_mentions(item: ItemFacts, side: str, text: str) -> list[str]:
+    """An object, a count (2 or more), a color, a material, a state or a phrase ("storing things") that
+    the template states N times must be stated N times: a list or a group that loses an item keeps
+    every fact at least once."""
+    template = item.texts.get(side, "")
+    reasons = []
+    for fact in item.essential:
+        if side not in fact.sides or fact.kind not in COUNTED_KINDS:
+            continue
+        if fact.kind == "number" and (
+            float(fact.value) < 2 or _near(_coordinate_parts(item), float(fact.value), NUMBER_TOL)
+        ):  # type: ignore[arg-type]
+            continue  # "a"/"an"/"no" say 0 and 1; a count equal to a coordinate part cannot be told apart
+        want, got = _mentions(fact, template, item, side), _mentions(fact, text, item, side)
+        if got < want:
+            reasons.append(f"dropped mention of {fact.kind} '{fact.label}' from the {side} ({got} of {want})")
+    return reasons
+
+
+def _mentions(fact: Fact, text: str, item: ItemFacts, side: str) -> int:
+    if fact.kind == "type":
+        return sum(1 for owners in lx.scan_types(text, item.types) if owners & fact.value)  # type: ignore[operator]
+    if fact.kind == "number":
+        return sum(1 for n in lx.scan_numbers(text) if abs(n - float(fact.value)) <= NUMBER_TOL)  # type: ignore[arg-type]
+    if fact.kind in PHRASE_KINDS:
+        counts = lx.stem_counts(text)
+        return min(counts[stem] for stem in fact.value)  # type: ignore[attr-defined]
+    return _reader(fact.kind, item.types, side, item.bare_states)(text).count(fact.value)
+
+
+def _countable(number: float, item: ItemFacts) -> bool:
+    """Whether mentions of ``number`` can be counted: not 0 or 1 ("a", "an", "no" say those), and not
+    equal to a part of a stated coordinate (which is no count)."""
+    return number >= 2 and not _near(_coordinate_parts(item), number, NUMBER_TOL)
+
+
+def _coordinate_parts(item: ItemFacts) -> list[float]:
+    """The numbers of the coordinates the template text states."""
+    return [c for f in item.essential if f.kind == "coordinate" and isinstance(f.value, tuple) for c in f.value]
+
+
+def introduced_mentions(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Mentions in ``text`` of numbers, words, relations or object types this side of the item does not
+    have (a changed number, color, state, relation, direction, hedge, object, ...)."""
     allowed = item.allowed[side]
     reasons = [
         f"introduced number {n:g} in the {side}"
@@ -399,19 +535,28 @@ def _introduced(item: ItemFacts, side: str, text: str) -> list[str]:
     for owners in lx.scan_types(text, item.types):
         if not owners & types:
             reasons.append(f"introduced object '{'/'.join(sorted(owners))}' in the {side}")
-    return list(dict.fromkeys(reasons))
+    relations = allowed.get("relation", set())
+    for relation, target in relation_pairs(text, item.types):
+        if not any(r == relation and t & target for r, t in relations):
+            reasons.append(f"introduced relation '{_relation_label((relation, target))}' in the {side}")
+    return reasons
+
+
+def text_added(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Links, markup, instructions or questions the template text of this side does not have."""
+    return added_text(item.texts.get(side, ""), text, side)
+
+
+SIDE_CHECKS: tuple[Check, ...] = (dropped_facts, fewer_mentions, moved_temporal, introduced_mentions, text_added)
 
 
 def check_paraphrase(record: QARecord, question: str, answer: str, item: ItemFacts | None = None) -> Verdict:
-    """Accept ``question``/``answer`` only if they keep every essential fact and add none."""
+    """Accept ``question``/``answer`` only if they keep every essential fact, add none, and add no text
+    of another kind (every check of :data:`SIDE_CHECKS`, on each side)."""
     item = item or derive_facts(record)
     texts = {"question": question or "", "answer": answer or ""}
     reasons = [f"empty {side}" for side, text in texts.items() if not text.strip()]
-    for fact in item.essential:
-        for side in fact.sides:
-            if not _states_fact(fact, texts[side], item, side):
-                reasons.append(f"dropped {fact.kind} '{fact.label}' from the {side}")
     for side in SIDES:
-        reasons += _binding_reasons(item, side, texts[side])
-        reasons += _introduced(item, side, texts[side])
-    return Verdict(ok=not reasons, reasons=tuple(reasons))
+        for check in SIDE_CHECKS:
+            reasons += check(item, side, texts[side])
+    return Verdict(ok=not reasons, reasons=tuple(dict.fromkeys(reasons)))

@@ -4,12 +4,18 @@ It stands in for an LLM endpoint (a fake for a remote model we cannot call in te
 reads the item's template question and answer from the prompt and replies with a rewrite chosen by a
 script: ``good`` (keeps every fact), ``fenced`` (good JSON inside prose and a code fence), ``drop``
 (loses the answer's facts), ``change`` (alters numbers, colors, yes/no, states, objects),
-``malformed`` (truncated JSON), ``429`` (rate limited, Retry-After 0), ``500``, ``slow`` (a good reply
-after ``slow_s``, longer than the client's timeout) and ``nousage`` (good, no usage field). The
-behaviours listed for an item's question are used one per request, in order; then ``default``.
+``malformed`` (truncated JSON in the reply's content), ``429`` (rate limited, Retry-After
+``retry_after``), ``500``, ``503`` (with Retry-After), ``slow`` (a good reply after ``slow_s``, longer
+than the client's timeout), ``nousage`` (good, no usage field), ``close`` (the connection closed in the
+middle of the body), ``invalid_json`` (a 200 whose body is not JSON), ``no_choices`` and
+``no_message`` (a 200 chat completion with fields missing), or the name of a planted fault of
+:mod:`tests.paraphrase.faults` (``flip relations``, ``more than N``, ``injected instruction``, ...),
+whose rewrite is the reply. The behaviours listed for an item (keyed by its template question, or by
+(question, answer)) are used one per request, in order; then ``default``.
 
-It counts requests, responses, requests in flight (and their maximum) and each request body, and stops
-itself after ``lifetime_s`` even if a test forgets to.
+It counts requests, responses, requests in flight (and their maximum) and each request body, answers
+``GET /v1/models`` (the client's preflight) and ``GET /stats`` (the counters), and stops itself after
+``lifetime_s`` even if a test forgets to.
 """
 
 from __future__ import annotations
@@ -17,10 +23,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.paraphrase import faults
+
+# Behaviours answered below the JSON layer: (status, raw body) instead of a chat completion.
+RAW_BODIES = {
+    "invalid_json": b'{"id": "chatcmpl-local", "choices": [{"message": {"content": "trunc',
+    "no_choices": json.dumps({"id": "chatcmpl-local", "object": "chat.completion", "created": 0}).encode(),
+    "no_message": json.dumps({"id": "chatcmpl-local", "object": "chat.completion", "choices": [{"index": 0}]}).encode(),
+}
+CLOSE_MID_REPLY = "close"
 
 _NUMBER_WORD = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 _SWAPS = {
@@ -70,16 +87,18 @@ def item_text(messages: list[dict]) -> tuple[str, str]:
 class ScriptedChatServer:
     def __init__(
         self,
-        script: dict[str, list[str]] | None = None,
+        script: dict[str | tuple[str, str], list[str]] | None = None,
         default: str = "good",
         delay_s: float = 0.0,
         slow_s: float = 2.0,
         lifetime_s: float = 300.0,
         reject_formats: tuple[str, ...] = (),
+        retry_after: str = "0",
+        port: int = 0,
     ):
         self.script = {q: list(b) for q, b in (script or {}).items()}
         self.default, self.delay_s, self.slow_s, self.reject_formats = default, delay_s, slow_s, reject_formats
-        self.lifetime_s = lifetime_s
+        self.lifetime_s, self.retry_after, self.port = lifetime_s, retry_after, port
         self.lock = threading.Lock()
         self.requests = 0
         self.responses_ok = 0  # 200 replies written
@@ -104,7 +123,7 @@ class ScriptedChatServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self._watchdog = threading.Timer(self.lifetime_s, self.stop)
@@ -126,12 +145,16 @@ class ScriptedChatServer:
         self.stop()
 
     # -- behaviour --
-    def next_behavior(self, question: str) -> str:
+    def next_behavior(self, question: str, answer: str = "") -> str:
+        """The next scripted behaviour of the item: its script keyed by (question, answer), else by its
+        question alone, else the default."""
         with self.lock:
-            queue = self.script.get(question)
+            queue = self.script.get((question, answer)) or self.script.get(question)
             return queue.pop(0) if queue else self.default
 
-    def reply(self, body: dict) -> tuple[int, dict, dict[str, str]]:
+    def reply(self, body: dict) -> tuple[int, dict | bytes | None, dict[str, str]]:
+        """(status, payload, headers): a JSON payload, raw bytes, or None to close the connection
+        in the middle of the body."""
         messages = body.get("messages", [])
         if not messages:
             return 400, _error("'messages' is required", "invalid_request_error"), {}
@@ -144,13 +167,18 @@ class ScriptedChatServer:
         if fmt in self.reject_formats:
             return 400, _error(f"response_format {fmt} is not supported", "invalid_request_error"), {}
         question, answer = item_text(messages)
-        behavior = self.next_behavior(question)
+        behavior = self.next_behavior(question, answer)
         with self.lock:
             self.behaviors[behavior] += 1
         if behavior == "429":
-            return 429, _error("rate limited", "rate_limit_exceeded"), {"Retry-After": "0"}
-        if behavior == "500":
-            return 500, _error("internal error", "server_error"), {}
+            return 429, _error("rate limited", "rate_limit_exceeded"), {"Retry-After": self.retry_after}
+        if behavior in ("500", "503"):
+            headers = {"Retry-After": self.retry_after} if behavior == "503" else {}
+            return int(behavior), _error("unavailable", "server_error"), headers
+        if behavior in RAW_BODIES:
+            return 200, RAW_BODIES[behavior], {}
+        if behavior == CLOSE_MID_REPLY:
+            return 200, None, {}
         time.sleep(self.slow_s if behavior == "slow" else self.delay_s)
         content, q, a = self._content(behavior, question, answer)
         with self.lock:
@@ -165,6 +193,8 @@ class ScriptedChatServer:
             q, a = dropped_rewrite(question, answer)
         elif behavior == "change":
             q, a = changed_rewrite(question, answer)
+        elif behavior in faults.PLANTED:
+            q, a = faults.PLANTED[behavior](question, answer)
         else:
             q, a = good_rewrite(question, answer)
         text = json.dumps({"question": q, "answer": a})
@@ -208,18 +238,33 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body are two writes: without this, delayed ACKs add 40 ms
 
     def do_GET(self) -> None:
-        """``GET /stats``: the counters, for a server running in another process."""
+        """``GET /v1/models`` (the client's preflight), or ``GET /stats``: the counters, for a server
+        running in another process."""
         owner = self.owner
+        if self.path.rstrip("/").endswith("/models"):
+            self._write(200, {"object": "list", "data": [{"id": "local-model", "object": "model"}]}, {})
+            return
         with owner.lock:
             payload = {
                 "requests": owner.requests, "responses_ok": owner.responses_ok,
                 "max_in_flight": owner.max_in_flight, "behaviors": dict(owner.behaviors),
             }  # fmt: skip
-        data = json.dumps(payload).encode()
-        self.send_response(200)
+        self._write(200, payload, {})
+
+    def _write(self, status: int, payload: dict | bytes | None, headers: dict[str, str]) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(data) if payload is not None else 4096))
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
+        if payload is None:  # half a body, then the connection goes away
+            self.wfile.write(b'{"id": "chatcmpl-local", "choi')
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
         self.wfile.write(data)
 
     def log_message(self, *args: object) -> None:  # quiet
@@ -227,6 +272,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         owner = self.owner
+        if owner._httpd is None:  # stopped: a kept-alive connection dies with the server, as in a crash
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
         with owner.lock:
             owner.in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
@@ -236,18 +285,12 @@ class _Handler(BaseHTTPRequestHandler):
             if len(raw) < length:
                 return  # the client went away while sending (e.g. killed): there is no one to answer
             body = json.loads(raw or b"{}")
-            if self.path not in ("/v1/chat/completions", "/chat/completions"):
+            path = self.path.split("?")[0]
+            if path not in ("/v1/chat/completions", "/chat/completions"):
                 status, payload, headers = 404, _error(f"no route {self.path}", "not_found"), {}
             else:
                 status, payload, headers = owner.reply(body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            self._write(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout): nothing to answer
         finally:
@@ -262,8 +305,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="scripted local chat-completions server")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds per good reply")
     parser.add_argument("--lifetime", type=float, default=600.0)
+    parser.add_argument("--default", default="good", help="the reply to every request, e.g. 'flip relations'")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
-    server = ScriptedChatServer(delay_s=args.delay, lifetime_s=args.lifetime).start()
+    server = ScriptedChatServer(default=args.default, delay_s=args.delay, lifetime_s=args.lifetime, port=args.port)
+    server.start()
     print(server.base_url, flush=True)
     while server._httpd is not None:
         time.sleep(0.2)

@@ -25,8 +25,8 @@ def cut(table: pa.Table, sizes: list[int]) -> list[pa.Table]:
 @given(sizes=st.lists(st.integers(0, 12), max_size=6), seed=st.integers(0, 2**31 - 1))
 def test_offline_chunks_match_the_whole_table(sizes, seed):
     table = questions_table(generated_records(40, seed=3))
-    whole, stats = paraphrase_table(table, {"mode": "offline"}, seed)
-    chunked = ChunkedParaphrase({"mode": "offline"}, seed)
+    whole, stats = paraphrase_table(table, {"model": "offline"}, seed)
+    chunked = ChunkedParaphrase({"model": "offline"}, seed)
     parts = pa.concat_tables([chunked(part) for part in cut(table, sizes)])
     assert parts["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
     assert chunked.stats()["items"] == stats["items"] == 40
@@ -46,6 +46,25 @@ def test_the_request_budget_holds_across_chunks(tmp_path):
     stats = chunked.stats()
     assert stats["requests_sent"] == 7 and stats["validated"] == 7 and stats["items"] == 20
     assert stats["budget_exhausted"] and stats["items_stopped_by_budget"] == 13
+
+
+def test_rate_limited_attempts_are_not_billed_against_the_budget_of_later_chunks(tmp_path):
+    """Regression: the budget carried across chunks counted every HTTP attempt, 429s included, so a
+    rate-limited run stopped early (5,123 of 6,000 billed requests used)."""
+    records = generated_records(20, seed=4, split="train")
+    table = questions_table(records)
+    script = {r.question: ["429", "429", "good"] for r in records}  # every item rate-limited twice first
+    with ScriptedChatServer(script) as server:
+        config = ParaphraseConfig(base_url=server.base_url, cache_path=tmp_path / "c.sqlite", max_requests=12,
+                                  concurrency=2, **FAST)  # fmt: skip
+        chunked = ChunkedParaphrase(config, 0, examples=records)
+        for part in cut(table, [4, 4, 4]):
+            chunked(part)
+        billed = server.responses_ok
+    stats = chunked.stats()
+    assert billed == 12 and stats["responses"] == 12 and stats["validated"] == 12  # the whole budget, billed
+    assert stats["retries"]["429"] == 24 and stats["requests_sent"] == 36  # 429s were sent, never billed
+    assert stats["items_stopped_by_budget"] == 8
 
 
 def test_llm_chunks_send_the_prompts_of_one_whole_table_call(tmp_path):
@@ -95,8 +114,8 @@ def test_the_few_shot_pool_is_bounded_per_query_type(monkeypatch):
 
 def test_offline_chunks_on_worker_processes_match_the_whole_table():
     table = questions_table(generated_records(60, seed=6))
-    whole, stats = paraphrase_table(table, {"mode": "offline"}, 11)
-    chunked = ChunkedParaphrase({"mode": "offline"}, 11)
+    whole, stats = paraphrase_table(table, {"model": "offline"}, 11)
+    chunked = ChunkedParaphrase({"model": "offline"}, 11)
     parts = list(chunked.map(cut(table, [10, 15, 5, 20]), workers=2))
     assert [p.num_rows for p in parts] == [10, 15, 5, 20, 10]  # in order, none lost
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
@@ -107,7 +126,7 @@ def test_offline_chunks_on_a_given_executor_match_the_whole_table():
     from concurrent.futures import ThreadPoolExecutor
 
     table = questions_table(generated_records(30, seed=8))
-    whole, _ = paraphrase_table(table, {"mode": "offline"}, 2)
+    whole, _ = paraphrase_table(table, {"model": "offline"}, 2)
     with ThreadPoolExecutor(2) as executor:  # the run's warm worker pool in the pipeline
-        parts = list(ChunkedParaphrase({"mode": "offline"}, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
+        parts = list(ChunkedParaphrase({"model": "offline"}, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()

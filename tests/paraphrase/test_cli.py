@@ -73,6 +73,6 @@ def test_offline_and_bad_input(dataset, tmp_path, capsys):
     assert {r.paraphrase.model for r in out} == {"offline"} and all(r.paraphrase.validated for r in out)
     assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 2  # not empty
     assert main(["paraphrase", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x"), "--offline"]) == 2
-    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "y"), "--set", "temprature=0.1"]) == 2
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "y"), "--offline", "--set", "temprature=0.1"]) == 2
     err = capsys.readouterr().err
     assert "output directory is not empty" in err and "no manifest" in err and "paraphrase.temprature" in err

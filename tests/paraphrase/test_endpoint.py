@@ -155,4 +155,4 @@ def test_empty_and_single_item_runs_finish(tmp_path):
         one = paraphrase_records(generated_records(1, seed=3), cfg, seed=0)
     assert empty.paraphrases == [] and empty.stats["items"] == 0 and empty.stats["requests_sent"] == 0
     assert one.stats["validated"] == 1 and one.stats["requests_sent"] == 1
-    assert paraphrase_records([], ParaphraseConfig(mode="offline"), seed=0).stats["items"] == 0
+    assert paraphrase_records([], ParaphraseConfig(model="offline"), seed=0).stats["items"] == 0

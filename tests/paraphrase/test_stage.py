@@ -20,7 +20,7 @@ def test_the_pipeline_stage_replaces_only_the_paraphrase_column(monkeypatch):
     expected = [offline_paraphrase(r, 9).paraphrase for r in records]
     assert out["paraphrase"].to_pylist() == [vars(p) for p in expected]
     assert stats["mode"] == "offline" and stats["validated"] == len(records)
-    again, _ = paraphrase_table(table, {"mode": "offline"}, 9)
+    again, _ = paraphrase_table(table, {"model": "offline"}, 9)
     assert again.equals(out)  # same input and seed: same bytes
 
 
