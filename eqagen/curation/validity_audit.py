@@ -78,7 +78,7 @@ def record_reasons(ctx: EpisodeContext, record: QARecord) -> list[str]:
     stale = answer_rows(groups_for(groups, anchor)) != answer_rows(record.structured_answer)
     if not groups_for(groups, anchor):
         return ["stale_answer"]
-    return violations(ctx, record.program, anchor, groups) + (["stale_answer"] if stale else [])
+    return violations(ctx, record.program, anchor) + (["stale_answer"] if stale else [])
 
 
 def misnumbered_events(episode: Episode) -> list[str]:

@@ -28,7 +28,7 @@ from eqagen.core import Draws, Program, QuerySpec
 from eqagen.predicates.bitsets import BitView, Previewer
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw, to_answer_group
+from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, view_key
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 from eqagen.predicates.validity import violations
@@ -392,25 +392,19 @@ def check(
     problem = answer_problem(program, groups, config)
     if problem:
         return problem
-    broken = violations(index.ctx, program, None, answer_groups(index, program, groups), index.selection)
+    broken = violations(index.ctx, program, None, groups, index.selection)
     return broken[0] if broken else groups
-
-
-def answer_groups(index: EpisodeIndex, program: Program, groups: list[RawGroup]):
-    return [to_answer_group(index.ctx, program, g) for g in groups]
 
 
 def grounded_choice(index: EpisodeIndex, program: Program, groups: list[RawGroup], rng: Draws) -> int | None:
     """The group a grounded twin names: drawn among the anchored groups whose question, asked about that
     anchor alone, is valid (``validity``); None when the program names no ambiguous object or no anchor
     is valid."""
-    if not any(g.anchor >= 0 for g in groups):
-        return None
-    answer = answer_groups(index, program, groups)
+    ctx = index.ctx
     valid = [
         k
-        for k, g in enumerate(answer)
-        if g.anchor is not None and not violations(index.ctx, program, g.anchor, answer, index.selection)
+        for k, g in enumerate(groups)
+        if g.anchor >= 0 and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, index.selection)
     ]
     return valid[rng.below(len(valid))] if valid else None
 

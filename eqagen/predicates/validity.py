@@ -19,7 +19,7 @@ import numpy as np
 
 from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext, context_for
-from eqagen.predicates.evaluator import Select, evaluate_context, evaluate_raw
+from eqagen.predicates.evaluator import RawGroup, Select, evaluate_raw
 from eqagen.predicates.filters import AGENT
 from eqagen.predicates.registry import REGISTRY, Anchored
 
@@ -32,13 +32,13 @@ OPPOSITE = {"left": "right", "right": "left", "front": "behind", "behind": "fron
 @dataclass(frozen=True)
 class Asked:
     """One question to judge: the episode's context, the program, the anchor the question names (None:
-    ungrounded), the program's answer groups (all of them, as ``evaluate_context`` gives them) and how a
+    ungrounded), the program's answer groups (all of them, as ``evaluate_raw`` gives them) and how a
     filter's selection is found (its definition, or the sampler's index of the same selections)."""
 
     ctx: EpisodeContext
     program: Program
     anchor: Anchor | None
-    groups: list[AnswerGroup]
+    groups: list[RawGroup]
     select: Select
 
     @property
@@ -46,13 +46,27 @@ class Asked:
         return REGISTRY.query(self.program.query.name).answer_type(self.program.query) == "yes/no"
 
     @property
-    def asked_groups(self) -> list[AnswerGroup]:
+    def asked_groups(self) -> list[RawGroup]:
         """The groups the question is about: its anchor's group when grounded, else all of them."""
-        return groups_for(self.groups, self.anchor)
+        return raw_groups_for(self.ctx, self.groups, self.anchor)
+
+    def content(self, groups: list[RawGroup]) -> frozenset[tuple[str, ...]]:
+        """``reader_content`` of raw groups."""
+        ids = self.ctx.episode.entities.instance_id
+        return content_of([(g.value, [ids[e] for e in g.entities.tolist()]) for g in groups], self.yes_no)
 
 
 def groups_for(groups: list[AnswerGroup], anchor: Anchor | None) -> list[AnswerGroup]:
     return list(groups) if anchor is None else [g for g in groups if g.anchor == anchor]
+
+
+def raw_groups_for(ctx: EpisodeContext, groups: list[RawGroup], anchor: Anchor | None) -> list[RawGroup]:
+    """``groups_for`` on raw groups, whose anchor is an entity named by its position (``anchor_position``)."""
+    return (
+        list(groups)
+        if anchor is None
+        else [g for g in groups if g.anchor >= 0 and ctx.anchor_position(g.anchor) == anchor]
+    )
 
 
 def reader_content(groups: list[AnswerGroup], yes_no: bool = False) -> frozenset[tuple[str, ...]]:
@@ -71,10 +85,9 @@ def content_of(answers: list[tuple[str, list]], yes_no: bool) -> frozenset[tuple
     return frozenset(tuple(sorted(value.split(", "))) for value, _ in answers)
 
 
-def answered_entities(ctx: EpisodeContext, groups: list[AnswerGroup]) -> set[int]:
-    """Entity indices of the groups' result items."""
-    index = {iid: i for i, iid in enumerate(ctx.episode.entities.instance_id)}
-    return {index[item.entity] for g in groups for item in g.result}
+def answered_entities(groups: list[RawGroup]) -> set[int]:
+    """Entity indices of the groups' results."""
+    return {e for g in groups for e in g.entities.tolist()}
 
 
 def without(program: Program, i: int) -> Program:
@@ -86,14 +99,12 @@ def content_without(q: Asked, i: int) -> frozenset[tuple[str, ...]]:
     """The reader's content of the question's answer once filter ``i`` is dropped. Grounded: the group of
     the same anchor, unless filter ``i`` was the one naming anchors (then the answer has no anchor)."""
     groups = evaluate_raw(q.ctx, without(q.program, i), q.select)
-    if any(g.anchor >= 0 for g in groups) and q.anchor is not None:
-        groups = [g for g in groups if q.ctx.anchor_position(g.anchor) == q.anchor]
-    ids = q.ctx.episode.entities.instance_id
-    return content_of([(g.value, [ids[e] for e in g.entities.tolist()]) for g in groups], q.yes_no)
+    named = any(g.anchor >= 0 for g in groups)
+    return q.content(raw_groups_for(q.ctx, groups, q.anchor if named else None))
 
 
 def unchanged_without_some_filter(q: Asked) -> bool:
-    content = reader_content(q.asked_groups, q.yes_no)
+    content = q.content(q.asked_groups)
     return any(content_without(q, i) == content for i in range(len(q.program.filters)))
 
 
@@ -119,14 +130,14 @@ def relation_at(q: Asked, spec: FilterSpec, anchor: int) -> np.ndarray | None:
     return sel
 
 
-def filter_anchors(ctx: EpisodeContext, spec: FilterSpec, group: AnswerGroup) -> list[int]:
+def filter_anchors(ctx: EpisodeContext, spec: FilterSpec, group: RawGroup) -> list[int]:
     """The anchor entities a position filter relates a group's objects to: -1 for you, the group's anchor
     when the filter names several instances (the group is that instance's), else its one instance."""
     if spec.value == AGENT:
         return [-1]
     anchors = ctx.instances(spec.value).tolist()
     if len(anchors) >= 2:
-        return [a for a in anchors if ctx.anchor_position(a) == group.anchor]
+        return [a for a in anchors if a == group.anchor]
     return anchors
 
 
@@ -148,7 +159,7 @@ def admitted_steps(q: Asked) -> np.ndarray:
 def position_pairs(q: Asked, spec: FilterSpec):
     """``(entity, anchor)`` for every object of the asked groups and the anchor ``spec`` relates it to."""
     for g in q.asked_groups:
-        for e in answered_entities(q.ctx, [g]):
+        for e in g.entities.tolist():
             for a in filter_anchors(q.ctx, spec, g):
                 yield e, a
 
@@ -184,7 +195,7 @@ def answer_given_by_event(q: Asked) -> bool:
         q.ctx.events[f.args[k]].entity for f in q.program.filters if f.family == "moment" for k in ("event", "event2")
         if k in f.args
     }  # fmt: skip
-    return bool(events & answered_entities(q.ctx, q.asked_groups))
+    return bool(events & answered_entities(q.asked_groups))
 
 
 def named_values(program: Program) -> set[str]:
@@ -214,7 +225,7 @@ def constant_property(q: Asked) -> bool:
     if query.name != "getProperty":
         return False
     subject = query.args.get("subject")
-    types = {subject} if subject else {item.type for g in q.asked_groups for item in g.result}
+    types = {subject} if subject else {str(q.ctx.types[e]) for e in answered_entities(q.asked_groups)}
     return all(single_value(q.ctx, query.arg, t) for t in types)
 
 
@@ -239,17 +250,17 @@ def violations(
     ctx_or_episode: EpisodeContext | Episode,
     program: Program,
     anchor: Anchor | None = None,
-    groups: list[AnswerGroup] | None = None,
+    groups: list[RawGroup] | None = None,
     select: Select | None = None,
 ) -> list[str]:
     """The reasons (keys of :data:`RULES`, in that order) why the question asking ``program`` (about the
     group of ``anchor`` when grounded) is not valid; empty when it is. ``groups``: the program's answer
-    groups from ``evaluate_context`` (computed when not given). An empty answer, or a grounded question
+    groups from ``evaluate_raw`` (computed when not given). An empty answer, or a grounded question
     whose anchor names no group, is the caller's ``empty_answer``, not judged here (ValueError). ``select``:
     how a filter's selection is found (default: its definition, called)."""
     ctx = ctx_or_episode if isinstance(ctx_or_episode, EpisodeContext) else context_for(ctx_or_episode)
     select = select or ctx.selection
-    groups = evaluate_context(ctx, program, select) if groups is None else groups
+    groups = evaluate_raw(ctx, program, select) if groups is None else groups
     q = Asked(ctx, program, anchor, groups, select)
     if not q.asked_groups:
         raise ValueError(f"no answer group to judge for {program.signature()} at anchor {anchor}")
