@@ -5,6 +5,9 @@ countertops) is *ambiguous*: the answer is grouped per instance (the group's anc
 holding what the query says about that instance. A program may have at most one ambiguous filter (the
 sampler rejects more), so the groups are the instances of that one filter. Groups where the query finds
 nothing are dropped.
+
+The evaluator makes no text: ``eqagen.templates.answers`` turns its groups into the structured answer
+(``evaluate``).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqagen.core import AnswerGroup, Episode, FilterSpec, Program, ResultItem
-from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.core import FilterSpec, Program
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import last_step
 from eqagen.predicates.registry import REGISTRY, Anchored, QueryDef
 
@@ -86,79 +89,3 @@ def evaluate_raw(ctx: EpisodeContext, program: Program) -> list[RawGroup]:
 def answer_key(groups: list[RawGroup]) -> tuple:
     """What effectiveness compares: each group's entities and value, whatever its anchor."""
     return tuple(sorted((tuple(g.entities.tolist()), g.value) for g in groups))
-
-
-# -- structured answers ----------------------------------------------------------------------------------
-def coords_text(xyz: tuple[float, float, float]) -> str:
-    return f"(x={xyz[0]:.2f}, y={xyz[1]:.2f}, z={xyz[2]:.2f})"
-
-
-def filter_text(spec: FilterSpec, anchor_xyz: tuple[float, float, float] | None = None) -> str:
-    """TAG-EQA's form of one filter: ``(location:on the object = CounterTop (x=.., y=.., z=..))``."""
-    fdef = REGISTRY.filter(spec.family, spec.key)
-    value = spec.value
-    if spec.args.get("receptacle"):
-        value = f"{spec.args['receptacle']} as {value}"
-    if anchor_xyz is not None:
-        value = f"{value} {coords_text(anchor_xyz)}"
-    if spec.family == "moment":
-        return f"(when = {fdef.label.replace('_', ' ')} {value})"
-    return f"({spec.family}:{fdef.label} = {value})"
-
-
-def caption(ctx: EpisodeContext, entity: int) -> str:
-    """A short description from the static attributes: ``green plastic Cup``."""
-    attrs = ctx.episode.entities.attributes[entity]
-    words = [attrs[k] for k in ("color", "material") if attrs.get(k)]
-    return " ".join([*words, str(ctx.types[entity])])
-
-
-def entity_labels(ctx: EpisodeContext) -> tuple[list[str], list[str], list[str]]:
-    """Per entity: instance id, type and caption (memoised per episode)."""
-
-    def compute() -> tuple[list[str], list[str], list[str]]:
-        n = len(ctx.types)
-        ids = list(ctx.episode.entities.instance_id)
-        return ids, [str(t) for t in ctx.types.tolist()], [caption(ctx, e) for e in range(n)]
-
-    return ctx.memo(("entity_labels",), compute)
-
-
-def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
-    anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
-    if anchor is not None:
-        predicate = filter_text(program.filters[g.filter_index], anchor)
-    else:
-        predicate = " AND ".join(filter_text(f) for f in program.filters)
-    return AnswerGroup(predicate=predicate, anchor=anchor, result=result_items(ctx, g), value=g.value)
-
-
-def result_items(ctx: EpisodeContext, g: RawGroup) -> tuple[ResultItem, ...]:
-    """The group's entities where they are reported, as ResultItems (memoised per entity and step: the same
-    observation is reported by many questions of an episode; the items are frozen, so they can be shared)."""
-    cache: dict[tuple[int, int], ResultItem] = ctx.memo(("result_items",), dict)
-    items = []
-    for key in zip(g.entities.tolist(), g.last_t.tolist()):
-        item = cache.get(key)
-        if item is None:
-            item = cache[key] = result_item(ctx, *key)
-        items.append(item)
-    return tuple(items)
-
-
-def result_item(ctx: EpisodeContext, entity: int, t: int) -> ResultItem:
-    """One entity where it is reported at step ``t``, its position rounded to centimetres (one entity's row is
-    read at a time: most groups hold one or two entities, too few for a gather to pay)."""
-    ids, types, captions = entity_labels(ctx)
-    x, y, z = ctx.position[t, entity].tolist()
-    return ResultItem(ids[entity], types[entity], (round(x, 2), round(y, 2), round(z, 2)), captions[entity])
-
-
-def evaluate_context(ctx: EpisodeContext, program: Program) -> list[AnswerGroup]:
-    return [to_answer_group(ctx, program, g) for g in evaluate_raw(ctx, program)]
-
-
-def evaluate(episode: Episode, program: Program) -> list[AnswerGroup]:
-    """The structured answer of ``program`` on ``episode``: groups per grounded predicate value, anchor
-    coordinates in the episode frame (None when the program names no ambiguous object)."""
-    return evaluate_context(context_for(episode), program)
