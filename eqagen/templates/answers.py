@@ -163,8 +163,8 @@ def object_sentences(ctx: EpisodeContext, q: QuerySpec, answer_type: str, g: Ans
 
 def item_names(items: tuple[ResultItem, ...], values: list[str]) -> list[Named]:
     """How each item is named: its type's name where all items of the type share a value; else the shortest
-    part of the caption that tells the type's items with different values apart (color, material, both);
-    else counted."""
+    part of the caption that tells the type's items with different values apart (color, material, both)
+    without saying the value itself ("the white drawer was white" says nothing); else counted."""
     nouns = [label(r.type) for r in items]
     names = [Named(noun, False) for noun in nouns]
     for noun in set(nouns):
@@ -174,7 +174,8 @@ def item_names(items: tuple[ResultItem, ...], values: list[str]) -> list[Named]:
         adjectives = [items[i].caption.removesuffix(noun).split() for i in mine]
         for pick in (slice(0, 1), slice(1, 2), slice(0, 2)):
             described = [" ".join([*a[pick], noun]) for a in adjectives]
-            if all(a[pick] for a in adjectives) and tells_apart(described, [values[i] for i in mine]):
+            own = [values[i] for i in mine]
+            if all(a[pick] for a in adjectives) and tells_apart(described, own) and not says_value(described, own):
                 for i, d in zip(mine, described):
                     names[i] = Named(d, False)
                 break
@@ -182,6 +183,11 @@ def item_names(items: tuple[ResultItem, ...], values: list[str]) -> list[Named]:
             for i in mine:
                 names[i] = Named(noun, True)
     return names
+
+
+def says_value(names: list[str], values: list[str]) -> bool:
+    """Whether some name says its item's value ("white drawer" for a white drawer)."""
+    return any(f" {v} " in f" {n} " for n, v in zip(names, values))
 
 
 def tells_apart(names: list[str], values: list[str]) -> bool:

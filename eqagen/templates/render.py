@@ -78,7 +78,7 @@ class FilterText(NamedTuple):
     """One filter's words in the natural question: where its phrase goes, the adjectives' order, the phrase."""
 
     slot: str  # "pre" (an adjective before the noun), "post" (after it) or "when" (a time clause)
-    rank: int  # adjectives' order: 0 for a state, listed first ("open green cup"), 1 otherwise
+    rank: int  # order in its slot: states first ("open green cup"), then properties ("made of wood and on ...")
     phrase: str
 
 
@@ -128,7 +128,8 @@ def filter_text(spec: FilterSpec, variant: int = 0, anchor: Point | None = None)
     """One filter's words in the natural question, naming ``anchor`` (its coordinates) where given."""
     phrases = filter_phrases(spec)
     slot = phrases.slot if phrases is not None and phrases.slot else REGISTRY.filter(spec.family, spec.key).slot
-    return FilterText(slot, 0 if spec.family == "state" else 1, filter_phrase(spec, variant, anchor))
+    rank = {"state": 0, "property": 1}.get(spec.family, 2)
+    return FilterText(slot, rank, filter_phrase(spec, variant, anchor))
 
 
 # -- questions ---------------------------------------------------------------------------------------
@@ -161,7 +162,7 @@ def phrase_slots(words: list[FilterText]) -> tuple[list[str], str, str]:
     """The adjectives before the noun, the phrases after it ("above the cabinet and under the countertop":
     "and" keeps the second from reading as said of the cabinet) and the time clause (" after you ...")."""
     slots: dict[str, list[str]] = {"pre": [], "post": [], "when": []}
-    for w in sorted(words, key=attrgetter("rank")):  # adjectives: states before properties ("open green cup")
+    for w in sorted(words, key=attrgetter("rank")):
         slots[w.slot].append(w.phrase)
     post, when = (" " + " and ".join(slots[s]) if slots[s] else "" for s in ("post", "when"))
     return slots["pre"], post, when
