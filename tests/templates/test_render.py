@@ -158,3 +158,13 @@ def test_counts_are_words(value, kind, expected):
     group = AnswerGroup("(property:color = red)", None, (), value)
     args = {"kind": "open"} if kind == "events" else {}
     assert answer_text(None, QuerySpec("count", kind, args), "number", [group], [""]) == expected  # type: ignore[arg-type]
+
+
+def test_items_are_never_told_apart_by_the_value_asked():
+    items = (
+        ResultItem("Drawer#1", "Drawer", (0.0, 0.0, 0.0), "white wood drawer", "white"),
+        ResultItem("Drawer#2", "Drawer", (0.0, 0.0, 1.0), "brown wood drawer", "brown"),
+    )
+    group = AnswerGroup("(location:under the object = tennis racket)", None, items, "brown, white")
+    text = answer_text(None, QuerySpec("getProperty", "color"), "color", [group], [""])  # type: ignore[arg-type]
+    assert text == "One drawer was brown and one drawer was white."
