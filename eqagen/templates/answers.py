@@ -126,7 +126,7 @@ def group_sentence(ctx: EpisodeContext, q: QuerySpec, answer_type: str, g: Answe
     if answer_type == "objects":
         return answers["listObjects"].format(items=list_phrase(g.value.split(", ")))
     if answer_type == "yes/no":
-        return answers[g.value]
+        return answers.get(g.value, g.value)
     return object_sentences(ctx, q, answer_type, g)
 
 
