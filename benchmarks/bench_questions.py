@@ -57,7 +57,7 @@ def timed_run(episodes: list, config: QuestionConfig, seed: int) -> dict:
         ctx = context_for(ep)
         accepted, rejected = sample_programs(ctx, config, rng)
         c1 = time.process_time()
-        recs = [r for acc in accepted for r in make_records(ctx, acc, rng)]
+        recs = [r for acc in accepted for r in make_records(ctx, acc)]
         c2 = time.process_time()
         cpu["context_and_sampling"] += c1 - c0
         cpu["rendering"] += c2 - c1

@@ -87,6 +87,7 @@ class ResultItem:
     type: str
     position: tuple[float, float, float]
     caption: str = ""
+    value: str = ""  # what the query says about this entity (getState: "off"); "" for counts, lists, yes/no
 
 
 @dataclass(frozen=True)

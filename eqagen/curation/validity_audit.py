@@ -20,8 +20,8 @@ from pathlib import Path
 from eqagen.core import AnswerGroup, Episode, QARecord, number_events
 from eqagen.outputs.readers import read_episodes, read_questions
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.evaluator import evaluate_context
 from eqagen.predicates.validity import RULES, groups_for, violations
+from eqagen.templates.answers import evaluate_context
 
 DATA_CHECKS = ("stale_answer", "event_ordinals")
 REASONS = (*RULES, *DATA_CHECKS)

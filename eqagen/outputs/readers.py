@@ -34,7 +34,10 @@ def _filter(d: dict[str, Any]) -> FilterSpec:
 
 
 def _group(d: dict[str, Any]) -> AnswerGroup:
-    items = tuple(ResultItem(r["entity"], r["type"], tuple(r["position"]), r["caption"]) for r in d["result"])
+    items = tuple(
+        ResultItem(r["entity"], r["type"], tuple(r["position"]), r["caption"], r.get("value") or "")
+        for r in d["result"]
+    )
     anchor = tuple(d["anchor"]) if d["anchor"] is not None else None
     return AnswerGroup(d["predicate"], anchor, items, d["value"])
 

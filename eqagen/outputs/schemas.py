@@ -31,7 +31,9 @@ def _list(t: pa.DataType) -> pa.DataType:
 FILTER_TYPE = pa.struct([("family", _STR), ("key", _STR), ("value", _STR), ("args", _STR)])
 QUERY_TYPE = pa.struct([("name", _STR), ("arg", _STR), ("args", _STR)])
 PROGRAM_TYPE = pa.struct([("filters", _list(FILTER_TYPE)), ("query", QUERY_TYPE)])
-RESULT_ITEM_TYPE = pa.struct([("entity", _STR), ("type", _STR), ("position", _list(_F64)), ("caption", _STR)])
+RESULT_ITEM_TYPE = pa.struct(
+    [("entity", _STR), ("type", _STR), ("position", _list(_F64)), ("caption", _STR), ("value", _STR)]
+)
 ANSWER_GROUP_TYPE = pa.struct(
     [("predicate", _STR), ("anchor", _list(_F64)), ("result", _list(RESULT_ITEM_TYPE)), ("value", _STR)]
 )

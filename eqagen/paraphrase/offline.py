@@ -1,27 +1,39 @@
-"""The deterministic offline paraphraser: used when the config names it (``model: offline``).
+"""The deterministic offline paraphraser: used when no LLM endpoint is configured.
 
-Each query type has a jinja2 file in ``eqagen/templates/paraphrase/offline`` whose macros
-``question_N`` / ``answer_N`` are the variants. The variants are tried in an order drawn from
-``derive_rng(seed, "paraphrase", "offline", question_id)``; the first pair the validator accepts is
-used, so an offline paraphrase is validated by the same rules as an LLM one.
+It rewords a record with the phrasing data the templates use (``eqagen/templates/phrasing.yaml``):
+
+- the question in another variant than its template text: another question text and, where a filter has
+  several, other filter phrases, rendered from the record's program (and, grounded, its anchor);
+- words swapped for synonyms the validator reads alike: object types for their synonyms in
+  ``lexicon.TYPE_SYNONYMS`` where the synonym names no other type the item has ("refrigerator" for fridge),
+  and the phrasing data's word swaps ("just after" for "right after");
+- the answer introduced by one of the data's openings.
+
+Every choice is drawn from the row's own generator, ``derive_rng(seed, "paraphrase", "offline",
+question_id)``. The candidates are tried in the drawn order, and the first pair the validator accepts is
+used (``model = "offline"``, ``validated = true``); when none passes, the template text is kept, not
+validated, with the validator's reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
 
-from eqagen.core.records import Paraphrase, QARecord
+import numpy as np
+
+from eqagen.core.errors import UnknownNameError
+from eqagen.core.records import Paraphrase, Program, QARecord
 from eqagen.core.rng import derive_rng
+from eqagen.paraphrase import lexicon as lx
 from eqagen.paraphrase.config import OFFLINE_MODEL
-from eqagen.paraphrase.lexicon import NUMBER_WORDS
-from eqagen.paraphrase.prompts import environment
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
+from eqagen.predicates.registry import REGISTRY, world_support
+from eqagen.templates.phrasing import Wording, filter_phrases, phrasing, question_variants, wording_for
+from eqagen.templates.render import Point, conjunct, question_text, structured_question
+from eqagen.templates.words import label, lower_first, plural
 
-_WORD_OF = {v: k for k, v in NUMBER_WORDS.items() if k not in ("twice", "thrice", "once", "none")}
-_YES_NO_TYPES = ("yes/no", "yesno", "bool", "boolean")
+MAX_QUESTIONS = 4  # reworded questions tried per row (each with every answer opening)
 
 
 @dataclass(frozen=True)
@@ -30,66 +42,15 @@ class OfflineOutcome:
     reason: str  # "" when validated
 
 
-def variant_family(record: QARecord) -> str:
-    """Which offline template file serves ``record``."""
-    query = record.program.query.name
-    if record.answer_type in _YES_NO_TYPES:
-        return "yes_no"
-    if query == "count" or record.answer_type in ("number", "count"):
-        return "count"
-    return {"listObjects": "list", "getLocation": "location", "getProperty": "property", "getState": "property"}.get(
-        query, "generic"
-    )
-
-
-@cache
-def variants(family: str) -> tuple[tuple[Callable[..., str], ...], tuple[Callable[..., str], ...]]:
-    """(question macros, answer macros) of one offline template file, in name order."""
-    module = environment().get_template(f"offline/{family}.j2").module
-    names = sorted(n for n in dir(module) if n.startswith(("question_", "answer_")))
-    questions = tuple(getattr(module, n) for n in names if n.startswith("question_"))
-    answers = tuple(getattr(module, n) for n in names if n.startswith("answer_"))
-    return questions, answers
-
-
-def _lower_first(text: str) -> str:
-    if len(text) > 1 and text[0].isupper() and (text[1].islower() or text[1] == " "):
-        return text[0].lower() + text[1:]
-    return text
-
-
-def variant_context(record: QARecord) -> dict[str, Any]:
-    q = " ".join(record.question.split())
-    a = " ".join(record.answer.split())
-    q_bare, a_bare = q.rstrip("?").rstrip(), a.rstrip(".").rstrip()
-    number_word = None
-    if a_bare.isdigit() and int(a_bare) in _WORD_OF:
-        number_word = _WORD_OF[int(a_bare)]
-    values = {g.value.strip().lower() for g in record.structured_answer}
-    return {
-        "q": q,
-        "q_lc": _lower_first(q),
-        "q_lc_bare": _lower_first(q_bare),
-        "a": a,
-        "a_bare": a_bare,
-        "a_lc_bare": _lower_first(a_bare),
-        "a_number_word": number_word,
-        "yes": bool(values & {"yes", "true"}) or a.lower().startswith("yes"),
-    }
-
-
 def offline_paraphrase(record: QARecord, seed: int, item: ItemFacts | None = None) -> OfflineOutcome:
-    """The seeded offline paraphrase of ``record``, validated; the template text if no variant passes."""
+    """The seeded offline paraphrase of ``record``, validated; the template text if no candidate passes."""
     item = item or derive_facts(record)
-    questions, answers = variants(variant_family(record))
     rng = derive_rng(seed, "paraphrase", "offline", record.question_id)
-    q_order, a_order = rng.permutation(len(questions)), rng.permutation(len(answers))
-    ctx = variant_context(record)
-    last_reason, tried = "no offline variant", 0
-    for qi in q_order:
-        question = str(questions[qi](ctx)).strip()
-        for ai in a_order:
-            answer = str(answers[ai](ctx)).strip()
+    questions = reworded_questions(record, item, rng)
+    answers = reworded_answers(record, item, rng)
+    last_reason, tried = "no offline rewording", 0
+    for question in questions:
+        for answer in answers:
             verdict = check_paraphrase(record, question, answer, item)
             tried += 1
             if verdict.ok:
@@ -97,3 +58,105 @@ def offline_paraphrase(record: QARecord, seed: int, item: ItemFacts | None = Non
             last_reason = verdict.reason
     kept = Paraphrase(record.question, record.answer, OFFLINE_MODEL, False, tried, last_reason)
     return OfflineOutcome(kept, last_reason)
+
+
+# -- questions ----------------------------------------------------------------------------------------
+def reworded_questions(record: QARecord, item: ItemFacts, rng: np.random.Generator) -> list[str]:
+    """The question in other wordings than its template's (drawn order), each with synonyms swapped in; last,
+    the template text with synonyms (the template text itself where none applies)."""
+    texts = [question_text(record.program, w, grounded_anchor(record)) for w in other_wordings(record, rng)]
+    reworded = [t for t in (swap_words(t, item, rng) for t in texts) if t != record.question]
+    return [*list(dict.fromkeys(reworded))[:MAX_QUESTIONS], swap_words(record.question, item, rng)]
+
+
+def other_wordings(record: QARecord, rng: np.random.Generator) -> list[Wording]:
+    """Wordings of the record's program other than its template's: every other question text, in drawn order,
+    each with filter phrases drawn too. None for a query or filter the phrasing data does not word."""
+    program = record.program
+    if not worded(record):
+        return []
+    used = wording_for(program.query, program.filters, structured_question(program))
+    n_questions = len(question_variants(program.query) or ())
+    others = [i for i in rng.permutation(n_questions).tolist() if i != used.question] or [used.question]
+    return [Wording(i, drawn_filter_variants(program, rng)) for i in others]
+
+
+def worded(record: QARecord) -> bool:
+    """Whether the phrasing data words the record's query and filters (its world family's registered)."""
+    try:
+        world_support(record.family)  # registers the world family's filters and queries
+    except UnknownNameError:
+        return False
+    program = record.program
+    known = all((f.family, f.key) in REGISTRY.filters for f in program.filters)
+    return known and question_variants(program.query) is not None and all(filter_phrases(f) for f in program.filters)
+
+
+def drawn_filter_variants(program: Program, rng: np.random.Generator) -> tuple[int, ...]:
+    return tuple(int(rng.integers(len(p.texts) if p else 1)) for p in map(filter_phrases, program.filters))
+
+
+def grounded_anchor(record: QARecord) -> dict[int, Point]:
+    """A grounded record's anchor: which filter names it (the one whose TAG-EQA form is the group's
+    predicate) and its coordinates; empty for an ungrounded record."""
+    if not record.grounded or len(record.structured_answer) != 1 or record.structured_answer[0].anchor is None:
+        return {}
+    group = record.structured_answer[0]
+    anchor = tuple(group.anchor)
+    for i, f in enumerate(record.program.filters):
+        if conjunct(f, anchor) == group.predicate:  # type: ignore[arg-type]
+            return {i: anchor}  # type: ignore[dict-item]
+    return {}
+
+
+# -- answers ------------------------------------------------------------------------------------------
+def reworded_answers(record: QARecord, item: ItemFacts, rng: np.random.Generator) -> list[str]:
+    """The answer under each of the data's openings (drawn order), with synonyms swapped in."""
+    answer = " ".join(record.answer.split())
+    openings = phrasing().answer_openings
+    texts = [openings[i].format(answer=answer, answer_lc=lower_first(answer)) for i in rng.permutation(len(openings))]
+    return list(dict.fromkeys(swap_words(t, item, rng) for t in texts))
+
+
+# -- synonyms -----------------------------------------------------------------------------------------
+def swap_words(text: str, item: ItemFacts, rng: np.random.Generator) -> str:
+    """``text`` with, each drawn with probability one half, the data's word swaps and the item's object types
+    named by a synonym that names that type alone."""
+    for old, new in phrasing().word_swaps.items():
+        pattern = rf"(?<![\w-]){re.escape(old)}(?![\w])"
+        if re.search(pattern, text) and rng.random() < 0.5:
+            text = re.sub(pattern, new, text)
+    for type_name in sorted(item.types):
+        synonym = type_synonym(type_name, item, rng)
+        if synonym is not None and rng.random() < 0.5:
+            text = replace_type(text, type_name, synonym, item)
+    return text
+
+
+def type_synonym(type_name: str, item: ItemFacts, rng: np.random.Generator) -> str | None:
+    """A synonym of the type that the validator reads as that type only, given the item's types (drawn)."""
+    safe = [s for s in lx.TYPE_SYNONYMS.get(type_name, ()) if lx.scan_types(s, item.types) == [frozenset({type_name})]]
+    return safe[int(rng.integers(len(safe)))] if safe else None
+
+
+def replace_type(text: str, type_name: str, synonym: str, item: ItemFacts) -> str:
+    """Each mention of the type by its name (or plural) that reads as that type alone, named by ``synonym``."""
+    if lx.normalize_text(text) != text.lower():  # mention positions are in the normalised text
+        return text
+    forms = {label(type_name): synonym, plural(label(type_name)): plural(synonym)}
+    out, end = [], 0
+    for start, owners in lx.type_spans(text, item.types):
+        lower = text.lower()
+        form = next((f for f in sorted(forms, key=len, reverse=True) if lower.startswith(f, start)), None)
+        if (
+            form is None
+            or owners != frozenset({type_name})
+            or lower[start + len(form) : start + len(form) + 1].isalnum()
+        ):
+            continue
+        replacement = forms[form]
+        if text[start].isupper():
+            replacement = replacement[:1].upper() + replacement[1:]
+        out += [text[end:start], replacement]
+        end = start + len(form)
+    return "".join([*out, text[end:]])

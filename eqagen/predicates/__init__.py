@@ -8,7 +8,6 @@ Public API: :func:`sample_questions`, :func:`evaluate`, :class:`QuestionConfig`,
 import eqagen.predicates.builtin  # noqa: F401  (registers the built-in filters, queries and forbidden pairs)
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, NamedEvent, context_for
-from eqagen.predicates.evaluator import evaluate
 from eqagen.predicates.registry import (
     REGISTRY,
     Anchored,
@@ -28,6 +27,14 @@ def sample_questions(episode, config, rng):  # type: ignore[no-untyped-def]
     from eqagen.templates.records import sample_questions as _sample
 
     return _sample(episode, config, rng)
+
+
+def evaluate(episode, program):  # type: ignore[no-untyped-def]
+    """The structured answer of ``program`` on ``episode`` (see :func:`eqagen.templates.answers.evaluate`;
+    imported lazily, the text lives in templates)."""
+    from eqagen.templates.answers import evaluate as _evaluate
+
+    return _evaluate(episode, program)
 
 
 __all__ = [

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqagen.core import AnswerGroup, Episode, FilterSpec, Program, ResultItem
-from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.core import FilterSpec, Program
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import last_step
 from eqagen.predicates.registry import REGISTRY, Anchored, QueryDef
 
@@ -82,61 +82,3 @@ def evaluate_raw(ctx: EpisodeContext, program: Program, select: Select | None = 
         last_t = out.steps if out.steps is not None else last_step(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
     return groups
-
-
-# -- structured answers ----------------------------------------------------------------------------------
-def coords_text(xyz: tuple[float, float, float]) -> str:
-    return f"(x={xyz[0]:.2f}, y={xyz[1]:.2f}, z={xyz[2]:.2f})"
-
-
-def filter_text(spec: FilterSpec, anchor_xyz: tuple[float, float, float] | None = None) -> str:
-    """TAG-EQA's form of one filter: ``(location:on the object = CounterTop (x=.., y=.., z=..))``."""
-    fdef = REGISTRY.filter(spec.family, spec.key)
-    value = spec.value
-    if spec.args.get("receptacle"):
-        value = f"{spec.args['receptacle']} as {value}"
-    if anchor_xyz is not None:
-        value = f"{value} {coords_text(anchor_xyz)}"
-    if spec.family == "moment":
-        return f"(when = {fdef.label.replace('_', ' ')} {value})"
-    return f"({spec.family}:{fdef.label} = {value})"
-
-
-def caption(ctx: EpisodeContext, entity: int) -> str:
-    """A short description from the static attributes: ``green plastic Cup``."""
-    attrs = ctx.episode.entities.attributes[entity]
-    words = [attrs[k] for k in ("color", "material") if attrs.get(k)]
-    return " ".join([*words, str(ctx.types[entity])])
-
-
-def to_answer_group(ctx: EpisodeContext, program: Program, g: RawGroup) -> AnswerGroup:
-    anchor = ctx.anchor_position(g.anchor) if g.anchor >= 0 else None
-    if anchor is not None:
-        predicate = filter_text(program.filters[g.filter_index], anchor)
-    else:
-        predicate = " AND ".join(filter_text(f) for f in program.filters)
-    return AnswerGroup(predicate=predicate, anchor=anchor, result=result_items(ctx, g), value=g.value)
-
-
-def result_items(ctx: EpisodeContext, g: RawGroup) -> tuple[ResultItem, ...]:
-    """The group's entities where they are reported, as ResultItems."""
-    return tuple(result_item(ctx, e, t) for e, t in zip(g.entities.tolist(), g.last_t.tolist()))
-
-
-def result_item(ctx: EpisodeContext, entity: int, t: int) -> ResultItem:
-    """One entity where it is reported at step ``t``, its position in metres rounded to the centimetre."""
-    x, y, z = ctx.position[t, entity].tolist()
-    instance_id = ctx.episode.entities.instance_id[entity]
-    return ResultItem(
-        instance_id, str(ctx.types[entity]), (round(x, 2), round(y, 2), round(z, 2)), caption(ctx, entity)
-    )
-
-
-def evaluate_context(ctx: EpisodeContext, program: Program, select: Select | None = None) -> list[AnswerGroup]:
-    return [to_answer_group(ctx, program, g) for g in evaluate_raw(ctx, program, select)]
-
-
-def evaluate(episode: Episode, program: Program) -> list[AnswerGroup]:
-    """The structured answer of ``program`` on ``episode``: groups per grounded predicate value, anchor
-    coordinates in the episode frame (None when the program names no ambiguous object)."""
-    return evaluate_context(context_for(episode), program)

@@ -1,7 +1,7 @@
 """Validity rules: when a program's answer makes a question a benchmark can trust (TAG-EQA's rules).
 
 Each rule is one small pure function ``rule(q: Asked) -> bool`` (True: violated) with a named reason,
-defined on the plain evaluation only (:func:`eqagen.predicates.evaluator.evaluate_context`: the answer
+defined on the plain evaluation only (:func:`eqagen.predicates.evaluator.evaluate_raw`: the answer
 groups a reader is given) and on the registered filters' own definitions. :func:`violations` runs them
 all; the sampler calls it as its exact check and ``benchmarks/check_validity.py`` on the shards.
 

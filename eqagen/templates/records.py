@@ -1,7 +1,8 @@
 """Question records: accepted programs turned into ``core.QARecord`` with their text.
 
 Every accepted program yields its ungrounded record and, when it names an ambiguous object, a grounded
-record that names one anchor by its coordinates and answers for that anchor's group only.
+record that names one anchor by its coordinates and answers for that anchor's group only. Both are worded
+alike: the wording is drawn from the program's scene-independent form (``phrasing.wording_for``).
 """
 
 from __future__ import annotations
@@ -11,19 +12,14 @@ from collections import Counter
 import numpy as np
 
 from eqagen import GENERATOR_VERSION
-from eqagen.core import Episode, QARecord
+from eqagen.core import AnswerGroup, Episode, Program, QARecord
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
-from eqagen.predicates.evaluator import to_answer_group
 from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, sample_programs
-from eqagen.templates.render import (
-    anchored_words,
-    answer_text,
-    program_texts,
-    program_words,
-    readable_value,
-)
+from eqagen.templates.answers import answer_groups, answer_text, readable_value
+from eqagen.templates.phrasing import Wording, wording_for
+from eqagen.templates.render import filter_phrase, question_text, structured_question
 from eqagen.templates.words import coords
 
 ANCHOR_PLACEHOLDER = "(x, y, z)"
@@ -41,17 +37,26 @@ def grounded_balance_key(question: str, anchor: tuple[float, float, float]) -> s
     return question.replace(coords(anchor), ANCHOR_PLACEHOLDER)
 
 
-def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -> list[QARecord]:
-    program, ep = acc.program, ctx.episode
-    groups = [to_answer_group(ctx, program, g) for g in acc.groups]
-    qdef = REGISTRY.query(program.query.name)
-    answer_type = qdef.answer_type(program.query)
-    category, express = qdef.categories(program.query)
-    where = next((g.filter_index for g in acc.groups if g.anchor >= 0), -1)
+def group_labels(program: Program, wording: Wording, groups: list[AnswerGroup], where: int) -> list[str]:
+    """What introduces each group in the answer: the ambiguous filter (at ``where``; -1: none) in the
+    question's wording, naming the group's anchor ("above the drawer at (x=.., y=.., z=..)")."""
+    if where < 0:
+        return [""] * len(groups)
+    return [filter_phrase(program.filters[where], wording.filters[where], g.anchor) for g in groups]
+
+
+def make_records(ctx: EpisodeContext, acc: Accepted) -> list[QARecord]:
+    program, ep, q = acc.program, ctx.episode, acc.program.query
+    qdef = REGISTRY.query(q.name)
+    answer_type = qdef.answer_type(q)
+    category, express = qdef.categories(q)
+    structured = structured_question(program)
+    wording = wording_for(q, program.filters, structured)  # as program_wording(program), its form computed once
+    question = question_text(program, wording)
+    groups = answer_groups(ctx, program, acc.groups)
     values = [readable_value(answer_type, g.value) for g in groups]
-    anchored = anchored_words(ctx, program, groups, where)
-    words = program_words(ctx, program)
-    question, structured = program_texts(program, words)
+    where = next((g.filter_index for g in acc.groups if g.anchor >= 0), -1)
+    labels = group_labels(program, wording, groups, where)
     common = {
         "episode_id": ep.episode_id,
         "scene_id": ep.scene_id,
@@ -61,8 +66,7 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
         "answer_type": answer_type,
         "category": category,
         "express_category": express,
-        "balance_key": question,
-        "query_type": program.query.name,
+        "query_type": q.name,
         "generator_version": GENERATOR_VERSION,
     }
     records = [
@@ -71,25 +75,26 @@ def make_records(ctx: EpisodeContext, acc: Accepted, rng: np.random.Generator) -
             structured_answer=groups,
             answer_key=answer_key(values),
             question=question,
-            answer=answer_text(anchored, values),
+            answer=answer_text(ctx, q, answer_type, groups, labels),
             grounded=False,
+            balance_key=question,
             **common,
         )
     ]
-    if acc.grounded is not None:
+    if acc.grounded is not None:  # the anchor the sampler drew among the valid ones
         pick = acc.grounded
-        group = groups[pick]
-        words[where] = anchored[pick]
-        grounded_question, grounded_structured = program_texts(program, words)
+        group, anchors = groups[pick], {where: groups[pick].anchor}
+        grounded_question = question_text(program, wording, anchors)
         records.append(
             QARecord(
-                structured_question=grounded_structured,
+                structured_question=structured_question(program, anchors),
                 structured_answer=[group],
                 answer_key=answer_key([values[pick]]),
                 question=grounded_question,
-                answer=answer_text([None], [values[pick]]),
+                answer=answer_text(ctx, q, answer_type, [group], [""]),
                 grounded=True,
-                **{**common, "balance_key": grounded_balance_key(grounded_question, group.anchor)},
+                balance_key=grounded_balance_key(grounded_question, group.anchor),
+                **common,
             )
         )
     return records
@@ -101,5 +106,5 @@ def sample_questions(
     """Question records of one episode and the count of rejected candidate programs by reason."""
     ctx = context_for(episode)
     accepted, rejections = sample_programs(ctx, config, rng)
-    records = [r for acc in accepted for r in make_records(ctx, acc, rng)]
+    records = [r for acc in accepted for r in make_records(ctx, acc)]
     return records, rejections

@@ -1,43 +1,102 @@
+"""The offline paraphraser rewords with the phrasing data, is validated and deterministic per seed."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from string import Formatter
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eqagen.core import QARecord, derive_rng
+from eqagen.generators.base import get_backend
+from eqagen.paraphrase import lexicon as lx
 from eqagen.paraphrase.config import ParaphraseConfig
-from eqagen.paraphrase.offline import offline_paraphrase, variant_family, variants
+from eqagen.paraphrase.offline import offline_paraphrase
 from eqagen.paraphrase.runner import paraphrase_records
 from eqagen.paraphrase.validator import check_paraphrase
+from eqagen.predicates import QuestionConfig, sample_questions
+from eqagen.templates.phrasing import phrasing, question_variants
+from eqagen.templates.render import program_wording
 from tests.paraphrase.fixtures import generated_records, sample_records
 
-
-def test_every_offline_family_has_several_variants():
-    for family in ("generic", "count", "yes_no", "list", "location", "property"):
-        questions, answers = variants(family)
-        assert len(questions) >= 3 and len(answers) >= 3
+FAMILIES = {"household": {"max_steps": 250}, "navigation": {"policy": "express", "n_scenes": 4}, "blockworld": {}}
 
 
-def test_offline_paraphrases_of_all_sample_items_are_validated_and_differ_from_the_template():
+@lru_cache(maxsize=1)
+def engine_records() -> tuple[QARecord, ...]:
+    """The records of a few embedded episodes of each world family, as the engine writes them."""
+    out = []
+    for family, params in FAMILIES.items():
+        backend = get_backend(family, "embedded")
+        for spec in backend.plan(3, 11, params):
+            ep = backend.run(spec)
+            out += sample_questions(ep, QuestionConfig(), derive_rng(0, "offline", ep.episode_id))[0]
+    return tuple(out)
+
+
+def matching_variants(record: QARecord, question: str) -> set[int]:
+    """The question texts of the record's query whose fixed words ("Were the", "or") ``question`` has, in
+    order."""
+    out = set()
+    for i, text in enumerate(question_variants(record.program.query) or ()):
+        fixed = [lit.strip().lower() for lit, *_ in Formatter().parse(text) if lit.strip()]
+        at = 0
+        for part in fixed:
+            at = question.lower().find(part, at)
+            if at < 0:
+                break
+            at += len(part)
+        else:
+            out.add(i)
+    return out
+
+
+def test_engine_records_are_reworded_with_another_variant_and_validated():
+    records = engine_records()
+    assert {r.family for r in records} == set(FAMILIES)
+    other_variant = 0
+    for record in records:
+        out = offline_paraphrase(record, seed=0)
+        assert out.paraphrase.validated, (record.question, out.reason)
+        assert out.paraphrase.question != record.question
+        assert check_paraphrase(record, out.paraphrase.question, out.paraphrase.answer).ok
+        used = program_wording(record.program).question
+        assert used in matching_variants(record, record.question)
+        other_variant += used not in matching_variants(record, out.paraphrase.question)
+    assert other_variant >= 0.9 * len(records), (other_variant, len(records))
+
+
+def test_offline_paraphrases_of_sample_items_are_validated():
     for record in sample_records():
         out = offline_paraphrase(record, seed=0)
         assert out.paraphrase.validated, (record.question, out.reason)
         assert out.paraphrase.model == "offline"
-        assert out.paraphrase.question != record.question
-        assert check_paraphrase(record, out.paraphrase.question, out.paraphrase.answer).ok
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_offline_is_deterministic_per_seed_and_always_validated(seed):
-    records = generated_records(6, seed=seed % 1000)
+    records = [*generated_records(3, seed=seed % 1000), *engine_records()[seed % 50 :: 50]]
     first = [offline_paraphrase(r, seed) for r in records]
     again = [offline_paraphrase(r, seed) for r in records]
     assert first == again
     assert all(o.paraphrase.validated for o in first)
 
 
-def test_the_seed_chooses_among_variants():
-    record = sample_records()[0]
-    assert variant_family(record) == "count"
+def test_the_seed_chooses_among_rewordings():
+    record = next(r for r in engine_records() if r.query_type == "getState")
     texts = {(o.paraphrase.question, o.paraphrase.answer) for o in (offline_paraphrase(record, s) for s in range(20))}
     assert len(texts) >= 4
+
+
+def test_word_swaps_read_alike():
+    """Each swap of the phrasing data is read by the validator's lexicon as the word it replaces."""
+    for old, new in phrasing().word_swaps.items():
+        for kind in ("state", "temporal"):
+            for suffix in (" on", " off", ""):
+                assert lx.scan(kind, old + suffix) == lx.scan(kind, new + suffix), (old, new, kind)
+        assert lx.scan_types(old) == lx.scan_types(new)
 
 
 def test_with_no_endpoint_configured_the_stage_runs_offline(monkeypatch):

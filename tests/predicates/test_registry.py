@@ -8,10 +8,10 @@ import pytest
 from eqagen.core import FilterSpec, Program, QuerySpec, UnknownNameError, derive_rng
 from eqagen.predicates import REGISTRY, Outcome, QuestionConfig, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.evaluator import evaluate_context
 from eqagen.predicates.registry import WorldSupport, world_support
 from eqagen.predicates.sampler import sample_programs
-from eqagen.templates.render import render_question, render_structured
+from eqagen.templates.answers import evaluate_context
+from eqagen.templates.render import program_wording, question_text, structured_question
 from tests.predicates.conftest import make_episode
 
 
@@ -58,8 +58,8 @@ def test_registered_family_and_query_are_sampled_and_rendered():
     assert any(f.family == "testzone" for p in programs for f in p.filters)
     assert {p.query.name for p in programs} <= {"testexists", "count"}
     zone = next(p for p in programs if any(f.family == "testzone" for f in p.filters))
-    assert " zone" in render_question(ctx, zone)
-    assert "(testzone:in_zone = " in render_structured(ctx, zone)
+    assert " zone" in question_text(zone, program_wording(zone))
+    assert "(testzone:in_zone = " in structured_question(zone)
     east = Program((FilterSpec("testzone", "in_zone", "east"),), QuerySpec("count", "objects"))
     expected = int((ctx.data & (ctx.position[..., 0] > 0)).any(axis=0).sum())
     assert evaluate_context(ctx, east)[0].value == str(expected)

@@ -10,6 +10,7 @@ from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, deri
 from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
 from eqagen.predicates.context import query_key, spec_key
 from eqagen.predicates.sampler import pick_by_shares, target_shares
+from eqagen.predicates.validity import RULES
 from eqagen.templates.records import ANCHOR_PLACEHOLDER
 from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
@@ -94,9 +95,12 @@ def test_rejections_are_counted_by_named_reason():
     for _, _, rejected in sampled(20):
         total.update(rejected)
     known = {"duplicate", "forbidden_pair", "family_cap", "several_ambiguous_filters", "empty_answer",
-             "too_many_items", "too_many_targets", "trivial_answer", "ineffective_filter", "grounded_mix",
-             "no_satisfiable_filter", "no_seed", "nothing_to_ask"}  # fmt: skip
+             "too_many_items", "too_many_targets", "grounded_mix", "no_satisfiable_filter", "no_seed",
+             "nothing_to_ask", *RULES}  # fmt: skip
     assert total and set(total) <= known
+    # the reasons are told apart: relabelling every rejection as one reason fails here
+    assert {"duplicate", "no_satisfiable_filter", "too_many_targets"} <= set(total)
+    assert len(set(total) & set(RULES)) >= 2
 
 
 def test_extra_forbidden_pairs_from_config_are_respected():

@@ -1,22 +1,24 @@
-"""The text: words, templates with strict variables, questions, grounding, answers, balance keys."""
+"""The text on a hand-made kitchen: words, the phrasing data, questions in each variant, grounding, the
+structured forms, and answers object by object."""
 
 from __future__ import annotations
 
-import jinja2
+import numpy as np
 import pytest
 
-from eqagen.core import FilterSpec, Program, QuerySpec, derive_rng
-from eqagen.predicates import QuestionConfig, context_for, evaluate, sample_questions
+from eqagen.core import AnswerGroup, FilterSpec, Program, QuerySpec, ResultItem
+from eqagen.predicates import context_for, evaluate
+from eqagen.templates.answers import answer_text
+from eqagen.templates.phrasing import PhrasingData, Wording, phrasing, wording_for
 from eqagen.templates.render import (
-    FilterWords,
-    environment,
-    noun_phrase,
-    render_answer,
-    render_question,
-    render_structured,
+    event_phrase,
+    filter_text,
+    program_wording,
+    question_text,
+    structured_question,
 )
 from eqagen.templates.words import label, list_phrase, ordinal, plural, verb
-from tests.predicates.conftest import make_episode
+from tests.predicates.conftest import tiny_episode
 from tests.predicates.test_filters import kitchen
 
 
@@ -25,18 +27,22 @@ def test_words():
     assert label("TVStand") == "tv stand" and label("AppleSliced") == "apple slice"
     assert plural("knife") == "knives" and plural("glass") == "glasses" and plural("butter knife") == "butter knives"
     assert plural("cherry") == "cherries" and plural("toy") == "toys" and plural("box") == "boxes"
-    assert list_phrase(["Cup", "Apple", "Cup"]) == "an apple and 2 cups"
+    assert plural("bookshelf") == "bookshelves" and plural("wolf") == "wolves" and plural("fungus") == "fungi"
+    assert list_phrase(["Cup", "Apple", "Cup"]) == "an apple and two cups"
     assert ordinal(2) == "second" and verb("pickup", past=True) == "picked up" and verb("toggle_on") == "switch on"
+    assert event_phrase("open Fridge #2") == "opened the fridge for the second time"
+    assert event_phrase("enter_region living room") == "entered the living room"
 
 
-def test_templates_are_strict():
-    with pytest.raises(jinja2.UndefinedError):
-        environment().from_string("{{ missing }}").render()
-    with pytest.raises(jinja2.UndefinedError):
-        environment().get_template("questions/count.j2").render(np={})
+def test_the_phrasing_data_is_well_formed():
+    data = phrasing()
+    assert isinstance(data, PhrasingData)
+    assert all(len(v) >= 2 for k, v in data.questions.items()), "every query key has several question texts"
+    assert all(text.count("{when}") == 1 for texts in data.questions.values() for text in texts)
+    assert {"yes", "no", "default"} <= set(data.answers)
 
 
-def test_tag_eqa_structured_question_and_canonical_question():
+def test_structured_question_names_types_as_the_answer_predicates_do():
     ep = kitchen()
     ctx = context_for(ep)
     p = Program(
@@ -47,82 +53,118 @@ def test_tag_eqa_structured_question_and_canonical_question():
         ),
         QuerySpec("count", "objects"),
     )
-    assert render_structured(ctx, p) == (
+    assert structured_question(p) == (
         "countObjects? (location:inside the object = fridge) AND (when = after open fridge) AND "
         "(property:color = white)"
     )
-    assert (
-        render_question(ctx, p) == "How many white objects inside the fridge did you see after you opened the fridge?"
+    (group,) = evaluate(ep, p)
+    assert group.predicate == structured_question(p).split("? ", 1)[1]
+
+
+def test_questions_in_each_variant():
+    p = Program((FilterSpec("property", "color", "white"),), QuerySpec("getState", "open", {"subject": "Fridge"}))
+    texts = [question_text(p, Wording(i, (0,))) for i in range(3)]
+    assert texts == [
+        "Were the white fridges open or closed?",
+        "Was each white fridge open or closed?",
+        "Tell me whether each white fridge was open or closed.",
+    ]
+    events = Program((FilterSpec("property", "color", "white"),), QuerySpec("count", "events", {"kind": "open"}))
+    assert question_text(events, Wording(0, (0,))) == "How many times did you open something white?"
+    with_subject = Program(events.filters, QuerySpec("count", "events", {"kind": "open", "subject": "Fridge"}))
+    assert question_text(with_subject, Wording(1, (0,))) == "How often did you open a white fridge?"
+
+
+def test_the_wording_follows_the_program_alone():
+    p = Program(
+        (FilterSpec("location", "above", "Drawer"), FilterSpec("state", "open", "false")), QuerySpec("listObjects")
     )
-    groups = evaluate(ep, p)
-    assert render_answer(ctx, p, groups, "number", -1) == "1."
+    assert program_wording(p) == wording_for(p.query, p.filters, structured_question(p))
+    assert program_wording(p) == program_wording(Program(p.filters, p.query))
+    drawn = {program_wording(Program((FilterSpec("property", "color", c),), QuerySpec("listObjects"))).question
+             for c in ("red", "green", "blue", "white", "black", "gray", "brown", "yellow")}  # fmt: skip
+    assert len(drawn) >= 2
 
 
-def test_grounded_question_names_the_anchor_and_answers_per_group():
+def test_grounded_question_names_the_anchor_and_the_answer_labels_each_group():
     ep = kitchen()
-    ctx = context_for(ep)
     p = Program((FilterSpec("location", "on", "CounterTop"),), QuerySpec("listObjects"))
     groups = evaluate(ep, p)
-    assert render_question(ctx, p) == "Which objects on the countertop did you see?"
-    grounded = render_question(ctx, p, {0: groups[1].anchor})
-    assert grounded == "Which objects on the countertop (x=-1.00, y=0.90, z=2.00) did you see?"
-    assert render_answer(ctx, p, groups, "objects", 0) == (
-        "On the countertop (x=1.00, y=0.90, z=2.00): an apple and a cup; "
-        "on the countertop (x=-1.00, y=0.90, z=2.00): a mug."
+    wording = Wording(0, (0,))
+    assert question_text(p, wording) == "Which objects on the countertop did you see?"
+    grounded = question_text(p, wording, {0: groups[1].anchor})
+    assert grounded == "Which objects on the countertop at (x=-1.00, y=0.90, z=2.00) did you see?"
+    labels = [filter_text(p.filters[0], 0, g.anchor).phrase for g in groups]
+    assert answer_text(context_for(ep), p.query, "objects", groups, labels) == (
+        "On the countertop at (x=1.00, y=0.90, z=2.00): an apple and a cup; "
+        "on the countertop at (x=-1.00, y=0.90, z=2.00): a mug."
     )
+    assert structured_question(p, {0: groups[1].anchor}) == (
+        "listObjects? (location:on the object = countertop (x=-1.00, y=0.90, z=2.00))"
+    )
+
+
+def lamps_episode():
+    """A desk lamp (off), a floor lamp (on) and two white and one black cabinet (one white open)."""
+    types = ["DeskLamp", "FloorLamp", "Cabinet", "Cabinet", "Cabinet", "Fridge", "Apple"]
+    T, n = 3, len(types)
+    position = np.broadcast_to(np.arange(n * 3, dtype=float).reshape(n, 3), (T, n, 3)).copy()
+    parent = np.broadcast_to(np.array([-1, -1, -1, -1, -1, -1, 5]), (T, n)).copy()
+    toggled = np.broadcast_to(np.array([0, 1, 0, 0, 0, 0, 0], bool), (T, n)).copy()
+    opened = np.broadcast_to(np.array([0, 0, 1, 0, 0, 0, 0], bool), (T, n)).copy()
+    caps = [("toggleable",), ("toggleable",), ("openable",), ("openable",), ("openable",), ("enclosing",), ()]
+    attrs = [{"color": c} for c in ("black", "black", "white", "white", "brown", "white", "red")]
+    flags = {"toggled": toggled, "open": opened}
+    return tiny_episode(types, position, np.ones((T, n), bool), parent, flags, [], None, attrs, caps)
+
+
+def answer_of(ep, query: QuerySpec) -> str:
+    p = Program((), query)
+    groups = evaluate(ep, p)
+    return answer_text(context_for(ep), query, "state" if query.name == "getState" else "location", groups, [""])
+
+
+def test_either_or_questions_are_answered_object_by_object():
+    ep = lamps_episode()
+    assert answer_of(ep, QuerySpec("getState", "toggled")) == "The desk lamp was off and the floor lamp was on."
+    # a white cabinet is open, a white and a brown one closed: color does not tell them apart, so they are counted
+    assert answer_of(ep, QuerySpec("getState", "open")) == "Two cabinets were closed and one cabinet was open."
+    assert answer_of(ep, QuerySpec("getLocation")) == "The apple was in the fridge."
+
+
+def test_items_of_one_type_are_counted_when_nothing_tells_them_apart():
+    items = tuple(ResultItem(f"Cabinet#{i}", "Cabinet", (0.0, 0.0, float(i)), "white cabinet", v)
+                  for i, v in enumerate(["open", "closed", "closed"]))  # fmt: skip
+    group = AnswerGroup("(state:open = true)", None, items, "closed, open")
+    text = answer_text(None, QuerySpec("getState", "open"), "state", [group], [""])  # type: ignore[arg-type]
+    assert text == "Two cabinets were closed and one cabinet was open."
+
+
+def test_items_told_apart_by_color():
+    items = (
+        ResultItem("Cabinet#1", "Cabinet", (0.0, 0.0, 0.0), "white wood cabinet", "open"),
+        ResultItem("Cabinet#2", "Cabinet", (0.0, 0.0, 1.0), "brown wood cabinet", "closed"),
+    )
+    group = AnswerGroup("(state:open = true)", None, items, "closed, open")
+    text = answer_text(None, QuerySpec("getState", "open"), "state", [group], [""])  # type: ignore[arg-type]
+    assert text == "The brown cabinet was closed and the white cabinet was open."
 
 
 @pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        (QuerySpec("getState", "open", {"subject": "Fridge"}), "Was the white fridge open or closed?"),
-        (QuerySpec("getProperty", "material", {"subject": "Fridge"}), "What was the white fridge made of?"),
-        (QuerySpec("getLocation", "", {"subject": "Cup"}), "Where was the white cup?"),
-        (QuerySpec("count", "events", {"kind": "open"}), "How many times did you open something white?"),
-        (
-            QuerySpec("count", "events", {"kind": "open", "subject": "Fridge"}),
-            "How many times did you open a white fridge?",
-        ),
-    ],
+    ("value", "kind", "expected"),
+    [("1", "events", "Once."), ("2", "events", "Twice."), ("5", "events", "Five times."), ("2", "objects", "Two.")],
 )
-def test_each_query_has_a_question(query, expected):
-    ctx = context_for(kitchen())
-    assert render_question(ctx, Program((FilterSpec("property", "color", "white"),), query)) == expected
+def test_counts_are_words(value, kind, expected):
+    group = AnswerGroup("(property:color = red)", None, (), value)
+    args = {"kind": "open"} if kind == "events" else {}
+    assert answer_text(None, QuerySpec("count", kind, args), "number", [group], [""]) == expected  # type: ignore[arg-type]
 
 
-def test_balance_key_is_the_same_text_across_scenes_for_the_same_program():
-    by_key: dict[str, set[str]] = {}
-    for seed in range(6):
-        ep = make_episode(seed, 60)
-        records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
-        for r in records:
-            key = r.program.signature().split("{")[0] + r.query_type + str(r.grounded)
-            by_key.setdefault(key, set()).add(r.balance_key)
-            if not r.grounded:
-                assert r.balance_key == render_question(context_for(ep), r.program)
-    shared = [k for k, v in by_key.items() if len(v) == 1]
-    assert shared
-
-
-def test_noun_phrase_orders_adjectives_and_joins_clauses():
-    words = [
-        FilterWords("pre", 1, "green", ""),
-        FilterWords("post", 1, "on the table", ""),
-        FilterWords("when", 1, "after you opened the fridge", ""),
-        FilterWords("pre", 0, "open", ""),
-        FilterWords("post", 1, "to your left", ""),
-        FilterWords("when", 1, "before you closed the fridge", ""),
-    ]
-    np, when = noun_phrase(QuerySpec("getState", "open", {"subject": "Apple"}), words)
-    assert {form: np[form] for form in np.FORMS} == {
-        "something": "something open green on the table to your left",
-        "bare": "open green apple on the table to your left",
-        "the": "the open green apple on the table to your left",
-        "a": "an open green apple on the table to your left",
-        "plural": "open green apples on the table to your left",
-    }
-    assert when == " after you opened the fridge and before you closed the fridge"
-    np, when = noun_phrase(QuerySpec("listObjects"), [])
-    assert (np.a, np.plural, np.something, when) == ("an object", "objects", "something", "")
-    with pytest.raises(jinja2.UndefinedError):  # strict, like any missing variable
-        environment().from_string("{{ np.nope }}").render(np=np)
+def test_items_are_never_told_apart_by_the_value_asked():
+    items = (
+        ResultItem("Drawer#1", "Drawer", (0.0, 0.0, 0.0), "white wood drawer", "white"),
+        ResultItem("Drawer#2", "Drawer", (0.0, 0.0, 1.0), "brown wood drawer", "brown"),
+    )
+    group = AnswerGroup("(location:under the object = tennis racket)", None, items, "brown, white")
+    text = answer_text(None, QuerySpec("getProperty", "color"), "color", [group], [""])  # type: ignore[arg-type]
+    assert text == "One drawer was brown and one drawer was white."

@@ -19,7 +19,8 @@ Queries:
 - the built-in ``count`` ("how many cacti ...") and ``listObjects``.
 
 Everything is read from the entities' static attributes, written from world data by
-:mod:`eqagen.generators.blockworld.record`.
+:mod:`eqagen.generators.blockworld.record`. The words (phrases, questions, answers) are in
+``eqagen/templates/phrasing.yaml``.
 """
 
 from __future__ import annotations
@@ -39,18 +40,6 @@ CATEGORY_OF = (
     {k: "mob" for k in MOB_KINDS} | {k: "plant" for k in PLANT_KINDS} | {k: "structure" for k in STRUCTURE_KINDS}
 )
 CATEGORY_OF["chest"] = "container"
-_PLURALS = {
-    "cactus": "cacti",
-    "fungus": "fungi",
-    "wolf": "wolves",
-    "sheep": "sheep",
-    "polar_bear": "polar bears",
-    "chest": "chests",
-}
-
-
-def plural(kind: str) -> str:
-    return _PLURALS.get(kind, kind.replace("_", " ") + "s")
 
 
 def _broadcast(col: np.ndarray, ctx: EpisodeContext) -> np.ndarray:
@@ -68,7 +57,6 @@ def quadrant_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     ("quadrant",),
     quadrant_values,
     slot="post",
-    phrases={"quadrant": "in the {{ value }}"},
     labels={"quadrant": "in the quadrant"},
 )
 def in_quadrant(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
@@ -97,7 +85,6 @@ def in_structure_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     ("in_structure",),
     in_structure_values,
     slot="post",
-    phrases={"in_structure": "inside the {{ value }}{{ anchor }}"},
     labels={"in_structure": "inside the structure"},
 )
 def in_structure(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -122,7 +109,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     """Every kind of the vocabulary whose category the agent saw something of (present or not)."""
     seen_categories = {c for c in ctx.attribute("category")[ctx.observed] if c}
     vocab = ctx.params.get("exists_kinds", tuple(CATEGORY_OF))
-    return [QuerySpec("existsKind", k, {"noun": plural(k)}) for k in vocab if CATEGORY_OF.get(k) in seen_categories]
+    return [QuerySpec("existsKind", k) for k in vocab if CATEGORY_OF.get(k) in seen_categories]
 
 
 @register_query(
@@ -131,7 +118,6 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     applies=lambda ctx, q: _category_mask(ctx, CATEGORY_OF.get(q.arg, "")),
     answer_type="yes/no",
     categories=("object recognition", "existence"),
-    template="Are there {{ np.bare | replace(subject, q.args.noun, 1) }}{{ when }}?",
 )
 def exists_kind(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``yes`` with the entities of the asked kind in the selection, else ``no`` with what it holds."""
@@ -150,13 +136,6 @@ def _has_material(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     answer_type="material",
     categories=("attribute recognition", "attribute"),
     max_targets=True,
-    template=(
-        "{% set s = q.args.get('subject') %}"
-        "{% if s == 'garden' %}What type of fence is around {{ np.the }}{{ when }}?"
-        "{% elif s in ('tree', 'fungus') %}What wood is {{ np.the }} made of{{ when }}?"
-        "{% elif s %}What is {{ np.the }} made of{{ when }}?"
-        "{% else %}What are the {{ np.plural }} made of{{ when }}?{% endif %}"
-    ),
 )
 def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     ents = seen_entities(mask)
@@ -169,10 +148,6 @@ def get_material(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Out
     applies=lambda ctx, q: np.array([bool(b) for b in ctx.attribute("biome")], dtype=bool),
     answer_type="biome",
     categories=("world knowledge", "knowledge"),
-    template=(
-        "{% if q.args.get('subject') %}In which biome is {{ np.the }}{{ when }}?"
-        "{% else %}In which biome are the {{ np.plural }}{{ when }}?{% endif %}"
-    ),
 )
 def get_biome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     ents = seen_entities(mask)
@@ -193,13 +168,6 @@ def region_args(ctx: EpisodeContext) -> list[QuerySpec]:
     answer_type=lambda q: "quadrant" if q.arg == "quadrant" else "structure",
     categories=("object localization", "location"),
     max_targets=True,
-    template=(
-        "{% set one = q.args.get('subject') %}"
-        "{% if q.arg == 'quadrant' and one %}In which part of the world is {{ np.the }}{{ when }}?"
-        "{% elif q.arg == 'quadrant' %}In which parts of the world are the {{ np.plural }}{{ when }}?"
-        "{% elif one %}Which structure is {{ np.the }} in{{ when }}?"
-        "{% else %}Which structures are the {{ np.plural }} in{{ when }}?{% endif %}"
-    ),
 )
 def get_region(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """The quadrant of each selected entity, or the kind of structure it is in ("outside" if none)."""

@@ -1,6 +1,7 @@
 """What navigation episodes can be asked, registered in the question engine (``eqagen.predicates``).
 
-Imported automatically the first time a navigation episode is evaluated or sampled.
+Imported automatically the first time a navigation episode is evaluated or sampled. Their words (phrases,
+questions, answers) are in ``eqagen/templates/phrasing.yaml``.
 
 Filter families:
 
@@ -32,7 +33,6 @@ from eqagen.generators.navigation.houses import COLORS
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
-from eqagen.templates.words import plural
 
 LANDMARK_RADIUS = 1.5  # m between centres (floor plane) for "next to"
 VOCABULARY = (
@@ -73,7 +73,6 @@ def in_room_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     ("in_room",),
     in_room_values,
     slot="post",
-    phrases={"in_room": "in the {{ value }}{{ anchor }}"},
     labels={"in_room": "in the room"},
 )
 def in_room(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -94,7 +93,6 @@ def final_view_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     ("final",),
     final_view_values,
     slot="post",
-    phrases={"final": "in view where you stopped"},
     labels={"final": "in the final view"},
 )
 def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
@@ -109,7 +107,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     if not (ctx.observed & is_object(ctx)).any():
         return []
     vocab = ctx.params.get("exists_kinds", VOCABULARY)
-    return [QuerySpec("existsObject", k, {"noun": plural(k)}) for k in vocab]
+    return [QuerySpec("existsObject", k) for k in vocab]
 
 
 @register_query(
@@ -118,7 +116,6 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     applies=lambda ctx, q: is_object(ctx),
     answer_type="yes/no",
     categories=("object recognition", "existence"),
-    template="Are there any {{ np.bare | replace(subject, q.args.noun, 1) }}{{ when }}?",
 )
 def exists_object(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``yes`` with the objects of the asked kind in the selection, else ``no`` with what it holds."""
@@ -137,10 +134,6 @@ def _has_room(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:
     answer_type="room",
     categories=("object localization", "location"),
     max_targets=True,
-    template=(
-        "{% if q.args.get('subject') %}In which room was {{ np.the }}{{ when }}?"
-        "{% else %}In which rooms were the {{ np.plural }}{{ when }}?{% endif %}"
-    ),
 )
 def get_room(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     ents = seen_entities(mask)
@@ -169,10 +162,6 @@ def nearest_landmarks(ctx: EpisodeContext) -> np.ndarray:
     answer_type="object",
     categories=("spatial understanding", "location"),
     max_targets=True,
-    template=(
-        "{% if q.args.get('subject') %}What was {{ np.the }} next to{{ when }}?"
-        "{% else %}What were the {{ np.plural }} next to{{ when }}?{% endif %}"
-    ),
 )
 def nearest_landmark(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     ents = seen_entities(mask)
