@@ -91,9 +91,10 @@ TEMPORAL = {
 RELATIONS = {
     "left": "left", "left of": "left", "to the left of": "left", "on the left of": "left",
     "on the left side of": "left", "to the left side of": "left", "to your left": "left", "on your left": "left",
+    "on your left hand side": "left", "to the left of you": "left",
     "right": "right", "right of": "right", "to the right of": "right", "on the right of": "right",
     "on the right side of": "right", "to the right side of": "right", "to your right": "right",
-    "on your right": "right",
+    "on your right": "right", "on your right hand side": "right", "to the right of you": "right",
     "in front of": "front", "in front": "front", "ahead of": "front", "in front of you": "front",
     "ahead of you": "front",
     "behind": "behind", "in back of": "behind", "at the back of": "behind", "behind you": "behind",

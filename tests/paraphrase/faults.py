@@ -16,7 +16,11 @@ _FLIPS = {
     "behind": "in front of", "before": "after", "after": "before", "inside": "on", "on": "inside",
 }  # fmt: skip
 _FLIP = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _FLIPS), key=len, reverse=True)) + r")\b", re.I)
-_COUNT = re.compile(r"(?<![\w.=\-])(\d+)(?![\w.])")  # a count, not a coordinate part
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+# a count in digits, not a coordinate part, or in words where it is the answer ("Three.", "...: one;")
+_COUNT = re.compile(
+    r"(?<![\w.=\-])(\d+)(?![\w.])|(?<![\w.=\-])(" + "|".join(_NUMBER_WORDS) + r")(?=[.;]|$)", re.I
+)
 _COORD_X = re.compile(r"x=(-?\d+\.\d+)")
 _OBJECTS = {
     "countertop": "shelf", "drawer": "cabinet", "cabinet": "drawer", "mug": "cup", "bowl": "plate", "pencil": "pen",
@@ -43,11 +47,11 @@ def flip_relations_in_answer(question: str, answer: str) -> tuple[str, str]:
 
 
 def more_than(question: str, answer: str) -> tuple[str, str]:
-    return question, _COUNT.sub(lambda m: f"more than {m.group(1)}", answer)
+    return question, _COUNT.sub(lambda m: f"more than {(m.group(1) or m.group(2))}", answer)
 
 
 def about(question: str, answer: str) -> tuple[str, str]:
-    return question, _COUNT.sub(lambda m: f"about {m.group(1)}", answer)
+    return question, _COUNT.sub(lambda m: f"about {(m.group(1) or m.group(2))}", answer)
 
 
 def several(question: str, answer: str) -> tuple[str, str]:
@@ -59,8 +63,15 @@ def a_few_more(question: str, answer: str) -> tuple[str, str]:
     return question, re.sub(r"\.$", ", and a few more.", answer) if _COUNT.search(answer) else answer
 
 
+def _plus_one(count: str) -> str:
+    if count.isdigit():
+        return str(int(count) + 1)
+    n = _NUMBER_WORDS.index(count.lower()) + 1
+    return _keep_case(count, _NUMBER_WORDS[n] if n < len(_NUMBER_WORDS) else str(n))
+
+
 def other_number(question: str, answer: str) -> tuple[str, str]:
-    return question, _COUNT.sub(lambda m: str(int(m.group(1)) + 1), answer)
+    return question, _COUNT.sub(lambda m: _plus_one((m.group(1) or m.group(2))), answer)
 
 
 def drop_list_item(question: str, answer: str) -> tuple[str, str]:

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 def dataset(tmp_path_factory) -> Path:
     """A small dataset as `eqagen generate demo` writes it (offline paraphrases)."""
     out = tmp_path_factory.mktemp("demo") / "out"
-    overrides = ["generation.n_episodes=8", "generation.batch_size=8", "runner.kind=inline", "runner.progress=false"]
+    overrides = ["generation.n_episodes=20", "generation.batch_size=20", "runner.kind=inline", "runner.progress=false"]
     generate_inline(load_config("demo", overrides), out)
     return out
 
@@ -223,7 +223,9 @@ def test_an_endpoint_that_dies_mid_run_stops_the_run_and_a_rerun_resends_nothing
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
     with ScriptedChatServer(port=port) as again:  # the same endpoint, back up
         assert paraphrase(dataset, tmp_path / "out", again.base_url, cache, "--set", "concurrency=2") == 0
-        assert again.requests == len(rows) - answered  # only what the dead run never got
+        # only what the dead run never got: a reply the server sent as it died, with a second request open,
+        # may not have reached the client, which then asks for it again
+        assert len(rows) - answered <= again.requests <= len(rows) - answered + 1
 
 
 def _stop_after(server: ScriptedChatServer, n: int):
