@@ -16,11 +16,23 @@ _FLIPS = {
     "behind": "in front of", "before": "after", "after": "before", "inside": "on", "on": "inside",
 }  # fmt: skip
 _FLIP = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _FLIPS), key=len, reverse=True)) + r")\b", re.I)
-_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
-# a count in digits, not a coordinate part, or in words where it is the answer ("Three.", "...: one;")
-_COUNT = re.compile(
-    r"(?<![\w.=\-])(\d+)(?![\w.])|(?<![\w.=\-])(" + "|".join(_NUMBER_WORDS) + r")(?=[.;]|$)", re.I
+_NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
 )
+# a count in digits, not a coordinate part, or in words where it is the answer ("Three.", "...: one;")
+_COUNT = re.compile(r"(?<![\w.=\-])(\d+)(?![\w.])|(?<![\w.=\-])(" + "|".join(_NUMBER_WORDS) + r")(?=[.;]|$)", re.I)
 _COORD_X = re.compile(r"x=(-?\d+\.\d+)")
 _OBJECTS = {
     "countertop": "shelf", "drawer": "cabinet", "cabinet": "drawer", "mug": "cup", "bowl": "plate", "pencil": "pen",
@@ -71,7 +83,7 @@ def _plus_one(count: str) -> str:
 
 
 def other_number(question: str, answer: str) -> tuple[str, str]:
-    return question, _COUNT.sub(lambda m: _plus_one((m.group(1) or m.group(2))), answer)
+    return question, _COUNT.sub(lambda m: _plus_one(m.group(1) or m.group(2)), answer)
 
 
 def drop_list_item(question: str, answer: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from tests.paraphrase.chat_server import ScriptedChatServer
 KEY = "sk-PLANTED-gen-3e1d77aa"
 URL_PASSWORD = "PLANTED-genpass-51c0"
 URL_TOKEN = "PLANTED-gentoken-0b9e"
-SMALL = ["--set", "generation.n_episodes=4", "--set", "generation.batch_size=4", "--no-progress"]
+SMALL = ["--set", "generation.n_episodes=12", "--set", "generation.batch_size=12", "--no-progress"]
 
 
 @pytest.fixture(autouse=True)
