@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
+from eqagen.core.limits import MAX_SCENES, checked_count
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.blockworld.embedded import generate_world
 from eqagen.generators.blockworld.explorer import ExplorerParams, explore
@@ -56,7 +57,7 @@ class EmbeddedBlockworld:
         unknown = sorted(set(biomes) - set(BIOMES))
         if unknown:
             raise ConfigError("biomes", f"unknown biome(s) {unknown}", ", ".join(BIOMES))
-        n_scenes = int(params.get("n_scenes") or n_episodes)
+        n_scenes = checked_count(params, "n_scenes", n_episodes, MAX_SCENES)
         scenes = []
         for k in range(n_scenes):
             biome = biomes[k % len(biomes)]
