@@ -13,11 +13,13 @@ and the camera's ``hfov`` (default 90) and ``view_range`` (default 5 m).
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 from functools import lru_cache
 from typing import Any
 
 from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
+from eqagen.core.limits import MAX_COORDINATE, MAX_SCENES, checked_count
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.navigation.episodes import build_episode
 from eqagen.generators.navigation.houses import make_house
@@ -25,6 +27,8 @@ from eqagen.generators.navigation.policies import POLICIES, Policy, PolicyStats,
 from eqagen.generators.navigation.readers import load_hm3d_scene
 from eqagen.generators.navigation.scene import NavScene
 from eqagen.generators.navigation.visibility import Camera
+
+MAX_METERS_PER_PIXEL = 10.0  # a top-down map's resolution: habitat-sim's are 0.01 to 0.1
 
 POLICY_KEYS = {f.name for f in fields(Policy)} - {"name"}
 
@@ -74,7 +78,7 @@ class EmbeddedNavigationBackend:
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
         policy_from_params(params)  # fail early on a bad policy
-        n_scenes = int(params.get("n_scenes", max(1, n_episodes // 20)))
+        n_scenes = checked_count(params, "n_scenes", max(1, n_episodes // 20), MAX_SCENES)
         first, house_seed = int(params.get("first_scene", 0)), int(params.get("house_seed", 0))
         scene_ids = [embedded_house_id(house_seed, first + i) for i in range(n_scenes)]
         return [
@@ -108,16 +112,31 @@ def _hm3d_scene(
 
 
 def hm3d_scene_from_entry(entry: dict[str, Any]) -> NavScene:
-    if "scene_id" not in entry or "topdown_binary" not in entry:
+    if not isinstance(entry, dict) or "scene_id" not in entry or "topdown_binary" not in entry:
         raise ConfigError("scenes", "each hm3d-files scene needs scene_id and topdown_binary", "see docs/navigation.md")
     return _hm3d_scene(
         str(entry["scene_id"]),
         str(entry["topdown_binary"]),
         *(str(entry[k]) if entry.get(k) else None for k in ("topdown_islands", "semantic", "boxes")),
-        float(entry.get("meters_per_pixel", 0.1)),
-        tuple(entry.get("origin", (0.0, 0.0))),
-        float(entry.get("floor_y", 0.0)),
+        *map_placement(entry),
     )
+
+
+def map_placement(entry: dict[str, Any]) -> tuple[float, tuple[float, float], float]:
+    """``meters_per_pixel`` (in (0, MAX_METERS_PER_PIXEL]), ``origin`` (x, z) and ``floor_y`` of a scene entry,
+    checked: finite numbers within MAX_COORDINATE."""
+    where = f"scenes[{entry['scene_id']}]"
+    try:
+        mpp = float(entry.get("meters_per_pixel", 0.1))
+        origin = tuple(float(v) for v in entry.get("origin", (0.0, 0.0)))
+        floor_y = float(entry.get("floor_y", 0.0))
+    except (TypeError, ValueError) as err:
+        raise ConfigError(where, f"meters_per_pixel, origin and floor_y must be numbers ({err})") from None
+    if len(origin) != 2 or not all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in (*origin, floor_y)):
+        raise ConfigError(where, f"origin {origin} and floor_y {floor_y} must be finite metres", "origin: [x, z]")
+    if not 0 < mpp <= MAX_METERS_PER_PIXEL:
+        raise ConfigError(f"{where}.meters_per_pixel", f"{mpp} is not in (0, {MAX_METERS_PER_PIXEL}]", "e.g. 0.1")
+    return mpp, origin, floor_y  # type: ignore[return-value]
 
 
 @register_backend("navigation", "hm3d-files")
