@@ -186,6 +186,8 @@ def _read_yaml(text: str, source: str) -> dict[str, Any]:
         data = parse_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError("(file)", f"not valid YAML: {yaml_problem(err)}", None, source) from None
+    except RecursionError:
+        raise ConfigError("(file)", "nested too deeply to be a config", None, source) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -251,6 +253,8 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         node = child
     try:
         node[parts[-1]] = parse_yaml(raw) if raw.strip() else ""
+    except RecursionError:
+        raise ConfigError(key, "the value is nested too deeply", None, "--set") from None
     except yaml.YAMLError as err:
         raise ConfigError(
             key,

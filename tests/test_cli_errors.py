@@ -24,6 +24,7 @@ from eqagen import cli
 from eqagen.cli import EXIT_STATUSES, build_parser, main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+INLINE = ["--runner", "inline", "--no-progress", "--set", "generation.n_episodes=4"]
 SMALL_INLINE = ["--set", "generation.n_episodes=36", "--set", "generation.batch_size=12", "--runner", "inline",
                 "--no-progress"]  # fmt: skip
 
@@ -174,6 +175,21 @@ BAD_INPUTS: list[BadInput] = [
      "traj_data.json [scene.object_poses[0].position]"),
     ("ALFRED --limit 0", lambda t, d: ["alfred", "replay", *_alfred_root(t, 0.0), "--limit", "0"], 2,
      "argument --limit"),
+    # found by running the command on odd inputs: each raised a traceback
+    ("YAML nested 20,000 deep", lambda t, d: ["generate", str(_write(t / "deep.yaml", "a: " + "[" * 20000 +
+     "]" * 20000)), "--out", str(t / "o")], 2, "deep.yaml: config key '(file)': nested too deeply"),
+    ("navigation hfov not a number", lambda t, d: ["generate", "demo", "--out", str(t / "o"), *INLINE, "--set",
+     "generation.family=navigation", "--set", "generation.params={hfov: abc}"], 2, "'generation.params.hfov'"),
+    ("navigation policy step not a number", lambda t, d: ["generate", "demo", "--out", str(t / "o"), *INLINE, "--set",
+     "generation.family=navigation", "--set", "generation.params={step: 1e400}"], 2, "'generation.params.step'"),
+    ("hm3d scenes not a list", lambda t, d: ["generate", "demo", "--out", str(t / "o"), *INLINE, "--set",
+     "generation.family=navigation", "--set", "generation.backend=hm3d-files", "--set",
+     "generation.params={scenes: abc}"], 2, "config key 'scenes'"),
+    ("blockworld biomes not a list", lambda t, d: ["generate", "demo", "--out", str(t / "o"), *INLINE, "--set",
+     "generation.family=blockworld", "--set", "generation.params={biomes: 5}"], 2, "config key 'biomes'"),
+    ("audit of a file", lambda t, d: ["audit", str(_write(t / "f.txt", "x"))], 2, "f.txt/manifest.json: cannot read"),
+    ("FILM parses not UTF-8", lambda t, d: ["alfred", "film", *_alfred_root(t, 0.0), "--parses",
+     str(_write(t / "p.json", b"\xff\xfe"))], 2, "p.json: not valid JSON"),
 ]  # fmt: skip
 
 

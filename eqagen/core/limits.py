@@ -70,6 +70,17 @@ def checked_count(params: dict, key: str, default: int, maximum: int) -> int:
     return value
 
 
+def checked_number(params: dict, key: str, default: float, maximum: float) -> float:
+    """``params[key]`` (``default`` when absent) as a finite number from 0 to ``maximum``, an integer where
+    ``default`` is one; a ConfigError naming ``generation.params.<key>`` otherwise."""
+    value = params.get(key, default)
+    kinds = (int,) if isinstance(default, int) else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not 0 <= value <= maximum:  # NaN fails 0 <= v
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ConfigError(f"generation.params.{key}", f"{value!r} is not {kind} from 0 to {maximum:g}")
+    return value
+
+
 def checked_coordinates(values: object, path: object, field: str, fix: str | None = None) -> np.ndarray:
     """``values`` as a float64 array; a DataFileError naming ``path`` and ``field`` when one is NaN,
     infinite or farther than :data:`MAX_COORDINATE` from the origin."""

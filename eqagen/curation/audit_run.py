@@ -37,8 +37,12 @@ def _load_json(path: Path) -> Any:
         raise DataFileError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from err
     except UnicodeDecodeError as err:
         raise DataFileError(path, f"byte {err.start}", "not UTF-8 text", "pass a JSON file") from err
-    except (IsADirectoryError, RecursionError) as err:
-        raise DataFileError(path, None, f"not a JSON file ({type(err).__name__})", "pass a JSON file") from err
+    except RecursionError as err:
+        raise DataFileError(path, None, "nested too deeply", "pass a JSON file") from err
+    except OSError as err:  # a directory, a file where a directory should be, no permission
+        raise DataFileError(
+            path, None, f"cannot read: {err.strerror or err}", "pass an eqagen output directory"
+        ) from err
 
 
 def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -53,7 +53,9 @@ class EmbeddedBlockworld:
     family, backend = "blockworld", "embedded"
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
-        biomes = list(params.get("biomes") or BIOMES)
+        biomes = params.get("biomes") or list(BIOMES)
+        if not isinstance(biomes, list) or not all(isinstance(b, str) for b in biomes):
+            raise ConfigError("biomes", f"{biomes!r} is not a list of biome names", ", ".join(BIOMES))
         unknown = sorted(set(biomes) - set(BIOMES))
         if unknown:
             raise ConfigError("biomes", f"unknown biome(s) {unknown}", ", ".join(BIOMES))

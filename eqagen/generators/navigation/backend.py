@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
-from eqagen.core.limits import MAX_COORDINATE, MAX_SCENES, checked_count
+from eqagen.core.limits import MAX_COORDINATE, MAX_SCENES, checked_count, checked_number
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.navigation.episodes import build_episode
 from eqagen.generators.navigation.houses import make_house
@@ -33,16 +33,22 @@ MAX_METERS_PER_PIXEL = 10.0  # a top-down map's resolution: habitat-sim's are 0.
 POLICY_KEYS = {f.name for f in fields(Policy)} - {"name"}
 
 
+MAX_POLICY_SETTING = 1e6  # a policy's counts (actions, tries) and distances (metres) and angles (degrees)
+
+
 def policy_from_params(params: dict[str, Any]) -> Policy:
     name = params.get("policy", "express")
-    if name not in POLICIES:
+    if not isinstance(name, str) or name not in POLICIES:
         raise ConfigError("policy", f"unknown navigation policy '{name}'", ", ".join(sorted(POLICIES)))
-    overrides = {k: params[k] for k in POLICY_KEYS if k in params}
-    return replace(POLICIES[name], **overrides)
+    base = POLICIES[name]
+    overrides = {k: checked_number(params, k, getattr(base, k), MAX_POLICY_SETTING) for k in POLICY_KEYS if k in params}
+    return replace(base, **overrides)
 
 
 def camera_from_params(params: dict[str, Any]) -> Camera:
-    return Camera(float(params.get("hfov", 90.0)), float(params.get("view_range", 5.0)))
+    return Camera(
+        checked_number(params, "hfov", 90.0, 360.0), checked_number(params, "view_range", 5.0, MAX_COORDINATE)
+    )
 
 
 def walk_episode(scene: NavScene, spec: EpisodeSpec) -> Episode:
@@ -77,7 +83,8 @@ class EmbeddedNavigationBackend:
     backend = "embedded"
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
-        policy_from_params(params)  # fail early on a bad policy
+        policy_from_params(params)  # fail early on a bad policy or camera
+        camera_from_params(params)
         n_scenes = checked_count(params, "n_scenes", max(1, n_episodes // 20), MAX_SCENES)
         first, house_seed = int(params.get("first_scene", 0)), int(params.get("house_seed", 0))
         scene_ids = [embedded_house_id(house_seed, first + i) for i in range(n_scenes)]
@@ -146,9 +153,12 @@ class Hm3dFilesBackend:
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
         policy_from_params(params)
+        camera_from_params(params)
         scenes = params.get("scenes") or []
-        if not scenes:
-            raise ConfigError("scenes", "the hm3d-files backend needs at least one scene", "see docs/navigation.md")
+        if not isinstance(scenes, list) or not scenes or not all(isinstance(s, dict) for s in scenes):
+            raise ConfigError(
+                "scenes", "the hm3d-files backend needs a list of scenes, each a mapping", "see docs/navigation.md"
+            )
         ids = [str(s.get("scene_id")) for s in scenes]
         return [
             EpisodeSpec(
