@@ -17,7 +17,7 @@ import numpy as np
 from eqagen.core.errors import ConfigError, DataFileError
 
 # Config: counts of a run.
-MAX_EPISODES = 10_000_000  # generation.n_episodes: the plan holds one small spec per episode (~1 KB each)
+MAX_EPISODES = 10_000_000  # generation.n_episodes: the plan holds one spec per episode (~0.4 KB, 3.5 GB at most)
 MAX_SCENES = MAX_EPISODES  # n_scenes of a backend's params: one id per scene is planned
 MAX_STEPS = 10_000  # generation.max_steps: per-step buffers are allocated for the whole limit per episode
 MAX_BATCH_SIZE = 10_000  # generation.batch_size: a batch's episodes are in memory at once
