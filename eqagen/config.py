@@ -208,7 +208,7 @@ def _read_config_file(path: Path) -> str:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(
-            "(file)", f"not UTF-8 text (byte {err.start}: {err.reason})", "save the config as UTF-8", str(path)
+            "(file)", f"not UTF-8 text (byte {err.start}: {err.reason}); save the config as UTF-8", None, str(path)
         ) from None
     except OSError as err:
         raise ConfigError("(file)", f"cannot read: {err.strerror or err}", None, str(path)) from None

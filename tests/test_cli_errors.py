@@ -152,6 +152,8 @@ BAD_INPUTS: list[BadInput] = [
      str(_write(t / "split.csv", b"\xff\xfe\x00\x01" * 64))], 2, "split.csv"),
     ("split file with NUL bytes", lambda t, d: ["resplit", str(d), "--out", str(t / "r"), "--split-file",
      str(_write(t / "nul.csv", "scene_id,split\nhome\x00,train\n"))], 2, "nul.csv"),
+    ("split file nested 100,000 deep", lambda t, d: ["resplit", str(d), "--out", str(t / "r"), "--split-file",
+     str(_write(t / "deep.json", "[" * 100000 + "]" * 100000))], 2, "deep.json: not valid JSON"),
     ("split file rows without split", lambda t, d: ["resplit", str(d), "--out", str(t / "r"), "--split-file",
      str(_write(t / "short.csv", "scene_id,split\nhome-1\n"))], 2, "short.csv [line 2]"),
     ("NaN ratios", lambda t, d: ["resplit", str(d), "--out", str(t / "r"), "--ratios", "nan,0.5,0.5"], 2,

@@ -87,7 +87,7 @@ def checked_coordinates(values: object, path: object, field: str, fix: str | Non
     arr = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(arr) | (np.abs(arr) > MAX_COORDINATE)
     if bad.any():
-        first = arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])]
+        first = float(arr.reshape(-1)[int(np.flatnonzero(bad.reshape(-1))[0])])
         problem = "is not a finite number" if not math.isfinite(first) else f"lies beyond {MAX_COORDINATE:g} m"
         raise DataFileError(
             path,

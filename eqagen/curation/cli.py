@@ -56,7 +56,7 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
     except ValidationError as err:
         first = err.errors()[0]
         key = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "resplit"
-        raise ConfigError(key, first["msg"]) from err
+        raise ConfigError(key, first["msg"].removeprefix("Value error, ")) from err
 
 
 def run_resplit(args: argparse.Namespace) -> int:
