@@ -56,6 +56,11 @@ def _writes_to_fd2(stream: TextIO) -> bool:
         return False
 
 
+def _close_quietly(stream: TextIO) -> None:
+    with contextlib.suppress(OSError):  # a full disk: what could not be written is lost, the run's error is not
+        stream.close()
+
+
 @contextlib.contextmanager
 def run_log(out_dir: Path, command: str = "generate") -> Iterator[RunLog]:
     """Within the block, standard error (fd 2 and ``sys.stderr``) goes to the run's log file. An exception
@@ -65,7 +70,8 @@ def run_log(out_dir: Path, command: str = "generate") -> Iterator[RunLog]:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     with contextlib.ExitStack() as stack:
-        log = stack.enter_context(open(path, "a", buffering=1, encoding="utf-8", errors="backslashreplace"))
+        log = open(path, "a", buffering=1, encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+        stack.callback(_close_quietly, log)
         user = sys.stderr
         with contextlib.suppress(Exception):
             user.flush()
@@ -78,12 +84,13 @@ def run_log(out_dir: Path, command: str = "generate") -> Iterator[RunLog]:
         try:
             yield RunLog(path, console)
         except BaseException as err:
-            log.write(f"eqagen: the run ended with {type(err).__name__}:\n")
-            log.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
+            with contextlib.suppress(OSError):  # a full disk must not replace the error that ended the run
+                log.write(f"eqagen: the run ended with {type(err).__name__}:\n")
+                log.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
+                log.flush()
             err.eqagen_log = path  # type: ignore[attr-defined]
             raise
         finally:
-            log.flush()
             sys.stderr = user
             os.dup2(saved, 2)
             os.close(saved)
