@@ -27,10 +27,13 @@ import time
 import traceback
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from eqagen.core import EqagenError, RunFailed
 from eqagen.core.limits import MAX_WORKERS, available_cpus, bounded_int
+
+if TYPE_CHECKING:
+    from eqagen.flows.runlog import RunLog
 
 # The exit statuses of every command (also in `eqagen --help` and docs/pipeline.md).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -170,7 +173,7 @@ def check_questions_made(counts: dict[str, Any]) -> None:
     )
 
 
-def _run(config: Any, out_dir: Path, on_batch: Any, log: Any) -> Any:
+def _run(config: Any, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
     if config.runner.kind == "inline":
         from eqagen.flows.pipeline import generate_inline
 
