@@ -106,8 +106,7 @@ def test_resolved_config_has_every_section_and_validates_again() -> None:
 # --- inputs that were accepted or crashed: each a ConfigError naming the key or the file ---------------
 
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
-    for p, n in zip("abcdefgh", "bcdefghi")
+    f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")
 )  # under 1 KB; expanded, 10**9 strings
 
 
