@@ -4,6 +4,11 @@
 ``eqagen presets`` and ``eqagen --version`` live here; other parts add their subcommands by putting
 their module in :data:`SUBCOMMAND_MODULES` (each exposes ``register(subparsers)``). Every listed module
 ships with the package, so a failing import is a bug and is raised, never skipped.
+
+Every command ends in one of :data:`EXIT_STATUSES`. A failure is one line on standard error, first
+and alone: ``eqagen: error: <file or key>: <problem>; fix: <what to do>``, followed by the path of the
+log that holds the details when there is one (``generate`` keeps Prefect's and Dask's output in
+``OUT/.eqagen/logs/``, see :mod:`eqagen.flows.runlog`).
 """
 
 from __future__ import annotations
@@ -12,14 +17,40 @@ import argparse
 import errno
 import importlib
 import math
+import os
 import shutil
+import signal
 import sys
+import tempfile
+import textwrap
 import time
+import traceback
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from eqagen.core import EqagenError
+from eqagen.core import EqagenError, RunFailed
+from eqagen.core.limits import MAX_WORKERS, available_cpus, bounded_int
+
+if TYPE_CHECKING:
+    from eqagen.flows.runlog import RunLog
+
+# The exit statuses of every command (also in `eqagen --help` and docs/pipeline.md).
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_BROKEN_PIPE, EXIT_TERMINATED = 128 + signal.SIGPIPE, 128 + signal.SIGTERM
+EXIT_STATUSES = {
+    EXIT_OK: "done",
+    EXIT_FAILED: "a check failed, or the command could not do what was asked (no question survived, an "
+    "internal error); the line says why",
+    EXIT_BAD_INPUT: "bad input: a config, file or argument is wrong; the line names it and the fix",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); `generate` resumes when run again",
+    EXIT_BROKEN_PIPE: "the reader of the output went away (`eqagen ... | head`); nothing is said",
+    EXIT_TERMINATED: "terminated (SIGTERM); workers are stopped, `generate` resumes when run again",
+}
+EPILOG = "exit statuses:\n" + "\n".join(
+    textwrap.fill(text, 96, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7)
+    for code, text in EXIT_STATUSES.items()
+)
 
 SUBCOMMAND_MODULES = [
     "eqagen.curation.audit_cli",
@@ -47,7 +78,9 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runner", choices=["local", "processes", "dask", "inline"],
                    help="local: Prefect, thread pool; processes: Prefect, process pool; dask: Prefect on Dask; "
                    "inline: plain Python without Prefect")  # fmt: skip
-    p.add_argument("--workers", type=int, help="parallel workers of the task runner")
+    p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS),
+                   help="parallel workers of the task runner (at most the CPUs this process may use: more are "
+                   "reduced to that, with a note)")  # fmt: skip
     p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
     p.add_argument("--api-host", help="this machine's address for the run's Prefect API, reachable by every "
                    "worker (default: 127.0.0.1, or the address on the route to a remote --address)")  # fmt: skip
@@ -64,12 +97,10 @@ def register_presets(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_presets(args: argparse.Namespace) -> int:
-    from eqagen.config import preset_names, read_preset, resolved, validate_config
+    from eqagen.config import preset_names, preset_text, read_preset, resolved, validate_config
 
     if args.name:
-        from importlib import resources
-
-        print((resources.files("eqagen") / "presets" / f"{args.name.removesuffix('.yaml')}.yaml").read_text(), end="")
+        print(preset_text(args.name), end="")
         return 0
     for name in preset_names():
         config = validate_config(read_preset(name), f"preset {name}")
@@ -98,25 +129,51 @@ def run_generate(args: argparse.Namespace) -> int:
     from eqagen.config import load_config
     from eqagen.flows.checkpoints import STATE_DIR
     from eqagen.flows.progress import BatchProgress, print_summary
+    from eqagen.flows.runlog import run_log
 
-    config = load_config(args.config, _config_overrides(args), seed=args.seed)
+    config = with_usable_workers(load_config(args.config, _config_overrides(args), seed=args.seed))
     out_dir = args.out.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     if args.fresh:
         shutil.rmtree(out_dir / STATE_DIR / "batches", ignore_errors=True)
     n_batches = math.ceil(config.generation.n_episodes / config.generation.batch_size)
     start = time.perf_counter()
-    with BatchProgress(n_batches, enabled=config.runner.progress) as progress:
-        summary = _run(config, out_dir, progress.advance)
+    with run_log(out_dir) as log, BatchProgress(n_batches, config.runner.progress, log.console) as progress:
+        summary = _run(config, out_dir, progress.advance, log)
     print_summary(summary, config, time.perf_counter() - start)
     if args.summary_json:
         from eqagen.outputs.manifest import write_json_atomic
 
         write_json_atomic(summary.to_dict(), args.summary_json)
+    check_questions_made(summary.counts)
     return 0
 
 
-def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
+def with_usable_workers(config: Any) -> Any:
+    """``config`` with ``runner.workers`` reduced to the CPUs this process may use, saying so, where the run
+    starts its workers itself (an existing Dask cluster brings its own)."""
+    usable = available_cpus()
+    runner = config.runner
+    if runner.workers <= usable or (runner.kind == "dask" and runner.address):
+        return config
+    print(f"eqagen: note: {runner.workers} workers asked for, but this process may use {usable} CPUs; "
+          f"using {usable}", file=sys.stderr)  # fmt: skip
+    return config.model_copy(update={"runner": runner.model_copy(update={"workers": usable})})
+
+
+def check_questions_made(counts: dict[str, Any]) -> None:
+    """A run that wrote no question could not do what was asked: RunFailed (exit status 1)."""
+    if counts.get("questions_total", 0) > 0:
+        return
+    raise RunFailed(
+        f"no question survived balancing ({counts.get('candidates', 0):,} candidates from "
+        f"{counts.get('episodes', 0):,} episodes): a question is kept only where at least 2 scenes give "
+        "different answers",
+        "generate more episodes over more scenes, e.g. --set generation.n_episodes=40",
+    )
+
+
+def _run(config: Any, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
     if config.runner.kind == "inline":
         from eqagen.flows.pipeline import generate_inline
 
@@ -128,7 +185,7 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
     host = api_host(config.runner)  # 127.0.0.1 unless workers on other machines must reach the API
     home, port = out_dir / STATE_DIR / "prefect", free_port(host)
     apply_prefect_environment(home, port, host)  # before prefect is imported
-    server = LocalPrefectServer(home, port, host=host)
+    server = LocalPrefectServer(home, port, host=host, notify=log.note, fail=log.error)
     with sigterm_as_exit():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages
@@ -141,8 +198,20 @@ def _run(config: Any, out_dir: Path, on_batch: Any) -> Any:
             server.stop()
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line, first and alone (the usage is one --help away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eqagen", description="Synthetic embodied-question-answering datasets.")
+    parser = ArgumentParser(
+        prog="eqagen",
+        description="Synthetic embodied-question-answering datasets.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"eqagen {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     register_generate(subparsers)
@@ -153,22 +222,70 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit status (:data:`EXIT_STATUSES`)."""
+    from eqagen.flows.server import sigterm_as_exit
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_BAD_INPUT
+    resumes = "; run the same command again to resume" if args.command == "generate" else ""
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_exit():
+            status = int(args.func(args) or 0)
+            sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+            return status
     except EqagenError as err:
-        print(f"eqagen: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("eqagen: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
-    except OSError as err:  # a full disk, a read-only or vanished output directory
-        print(f"eqagen: error: {os_error_text(err)}", file=sys.stderr)
-        return 2
+        return say_error(err.exit_status, str(err), err)
+    except KeyboardInterrupt as err:
+        return say_error(EXIT_INTERRUPTED, f"interrupted{resumes}", err, prefix="eqagen: ")
+    except SystemExit as err:
+        if err.code != EXIT_TERMINATED:
+            raise
+        return say_error(EXIT_TERMINATED, f"terminated{resumes}", err, prefix="eqagen: ")
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    except OSError as err:  # a full disk, a read-only or vanished output directory, an unreadable input
+        return say_error(EXIT_BAD_INPUT, os_error_text(err), err)
+    except Exception as err:  # a bug: one line, the traceback in a file
+        return say_internal_error(err)
+
+
+def say_error(status: int, text: str, err: BaseException, prefix: str = "eqagen: error: ") -> int:
+    """The one line of a failed command, with the log that holds the details when there is one."""
+    from eqagen.flows.runlog import log_path_of
+
+    log = log_path_of(err)
+    line = " ".join(text.splitlines())  # one line, whatever a library put into the message
+    print(f"{prefix}{line}" + (f" (log: {log})" if log else ""), file=sys.stderr, flush=True)
+    return status
+
+
+def say_internal_error(err: Exception) -> int:
+    """An error eqagen did not foresee: one line naming the file that holds its traceback."""
+    from eqagen.flows.runlog import log_path_of
+
+    log = log_path_of(err)
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix="eqagen-error-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
+        log = Path(name)
+    detail = str(err).splitlines()[0][:300] if str(err) else ""
+    print(f"eqagen: internal error: {type(err).__name__}: {detail}; this is a bug, please report it with the "
+          f"traceback in {log}", file=sys.stderr, flush=True)  # fmt: skip
+    return EXIT_FAILED
+
+
+def quiet_broken_pipe() -> int:
+    """The reader of standard output went away (``| head``): stop quietly, as other Unix tools do."""
+    try:  # Python flushes stdout at exit: point it at /dev/null so that flush cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stream without a file descriptor (tests)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 # What to do about the operating system's refusals to write.
@@ -178,16 +295,19 @@ OS_ERROR_FIXES = {
     errno.EROFS: "the output directory is on a read-only file system: choose another --out",
     errno.EACCES: "the output directory is not writable: fix its permissions or choose another --out",
     errno.EPERM: "the output directory is not writable: fix its permissions or choose another --out",
+    errno.EEXIST: "a file is in the way of the output directory: choose another --out",
+    errno.ENOTDIR: "a file is in the way of the output directory: choose another --out",
 }
 
 
 def os_error_text(err: OSError) -> str:
-    where = err.filename or "the output directory"
     what = err.strerror or str(err)
     fix = OS_ERROR_FIXES.get(err.errno or 0)
     if fix is None and "No space left" in str(err):  # pyarrow reports the errno only in its text
         fix = OS_ERROR_FIXES[errno.ENOSPC]
-    return f"cannot write {where}: {what}" + (f"; fix: {fix}" if fix else "")
+    if fix is None:  # not a refusal to write: say what the system said, about what
+        return f"{err.filename}: {what}" if err.filename else what
+    return f"cannot write {err.filename or 'the output directory'}: {what}; fix: {fix}"
 
 
 if __name__ == "__main__":

@@ -7,10 +7,15 @@ is validated and an unknown one is rejected by name.
 
 Presets are YAML files in ``eqagen/presets``; ``load_config("demo")`` and ``load_config("my.yaml")``
 both work, and ``--set generation.n_episodes=10`` overrides any key.
+
+Counts are strict integers with stated maxima (:mod:`eqagen.core.limits`): ``n_episodes: true`` is an
+error, not 1. The YAML is read without anchors and aliases (a few lines of nested aliases expand to
+gigabytes), and a NaN or infinite number anywhere in a config is an error naming its key.
 """
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +24,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from eqagen.core import ConfigError, UnknownNameError, stable_hash
+from eqagen.core.limits import (
+    MAX_BATCH_SIZE,
+    MAX_CONFIG_BYTES,
+    MAX_EPISODES,
+    MAX_ROWS_PER_SHARD,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_WORKERS,
+)
 from eqagen.curation.config import BalanceConfig, SplitConfig
 from eqagen.paraphrase.config import ParaphraseConfig
 from eqagen.predicates.config import QuestionConfig
@@ -37,9 +51,13 @@ class GenerationConfig(_Strict):
 
     family: Literal["household", "navigation", "blockworld"] = "household"
     backend: str = Field("embedded", description="world backend of the family (embedded needs no download)")
-    n_episodes: int = Field(40, ge=1)
-    max_steps: int = Field(250, ge=1, description="step limit of one episode (passed to the backend)")
-    batch_size: int = Field(25, ge=1, description="episodes per task: tens, so orchestration costs little")
+    n_episodes: int = Field(40, ge=1, le=MAX_EPISODES, strict=True)
+    max_steps: int = Field(
+        250, ge=1, le=MAX_STEPS, strict=True, description="step limit of one episode (passed to the backend)"
+    )
+    batch_size: int = Field(
+        25, ge=1, le=MAX_BATCH_SIZE, strict=True, description="episodes per task: tens, so orchestration costs little"
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="further backend parameters")
 
     @field_validator("backend")
@@ -55,7 +73,9 @@ class GenerationConfig(_Strict):
 
 
 class OutputConfig(_Strict):
-    rows_per_shard: int = Field(5000, ge=1, description="rows per Parquet shard (questions and episodes)")
+    rows_per_shard: int = Field(
+        5000, ge=1, le=MAX_ROWS_PER_SHARD, strict=True, description="rows per Parquet shard (questions and episodes)"
+    )
 
 
 class RunnerConfig(_Strict):
@@ -63,7 +83,9 @@ class RunnerConfig(_Strict):
     ``dask``: a Dask cluster (``address``, or a local one); ``inline``: plain Python, no Prefect."""
 
     kind: Literal["local", "processes", "dask", "inline"] = "local"
-    workers: int = Field(2, ge=1)
+    workers: int = Field(
+        2, ge=1, le=MAX_WORKERS, strict=True, description="parallel workers; a run uses at most the CPUs it may use"
+    )
     address: str | None = Field(None, description="dask scheduler address, e.g. tcp://10.0.0.5:8786")
     api_host: str | None = Field(
         None,
@@ -76,7 +98,7 @@ class RunnerConfig(_Strict):
 class PipelineConfig(_Strict):
     name: str = "custom"
     description: str = ""
-    seed: int = Field(0, ge=0)
+    seed: int = Field(0, ge=0, le=MAX_SEED, strict=True)
     generation: GenerationConfig = GenerationConfig()
     output: OutputConfig = OutputConfig()
     runner: RunnerConfig = RunnerConfig()
@@ -117,6 +139,9 @@ def validate_config(data: dict[str, Any], source: str | None = None) -> Pipeline
     model = PipelineConfig
     if not isinstance(data, dict):
         raise ConfigError("(top level)", "a config must be a YAML mapping", None, source)
+    bad = non_finite_key(data)
+    if bad:
+        raise ConfigError(bad, "is not a finite number (NaN or infinite)", "a finite number", source)
     try:
         return model.model_validate(data)
     except ValidationError as err:
@@ -131,26 +156,81 @@ def preset_names() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in files.iterdir() if p.name.endswith(".yaml"))
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without anchors and aliases: a kilobyte of nested aliases expands to gigabytes
+    (a "billion laughs"), and a config has no need of them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None, None, "YAML anchors and aliases (&name, *name, <<) are not allowed in a config", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML text as data, anchors and aliases refused (yaml.YAMLError)."""
+    return yaml.load(text, Loader=_NoAliasLoader)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and where (PyYAML's own text spans several lines)."""
+    problem = getattr(err, "problem", None) or type(err).__name__
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
+
+
 def _read_yaml(text: str, source: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
     except yaml.YAMLError as err:
-        raise ConfigError("(file)", f"not valid YAML: {err}", None, source) from None
-    return data if data is not None else {}
+        raise ConfigError("(file)", f"not valid YAML: {yaml_problem(err)}", None, source) from None
+    except RecursionError:
+        raise ConfigError("(file)", "nested too deeply to be a config", None, source) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "(top level)", f"a config must be a YAML mapping of sections, got a {type(data).__name__}", None, source
+        )
+    return data
+
+
+def _read_config_file(path: Path) -> str:
+    """The text of a config file: at most MAX_CONFIG_BYTES of UTF-8."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                "(file)", f"{size:,} bytes is larger than a config can be ({MAX_CONFIG_BYTES:,})", None, str(path)
+            )
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            "(file)", f"not UTF-8 text (byte {err.start}: {err.reason}); save the config as UTF-8", None, str(path)
+        ) from None
+    except OSError as err:
+        raise ConfigError("(file)", f"cannot read: {err.strerror or err}", None, str(path)) from None
+
+
+def preset_text(name: str) -> str:
+    """A preset's YAML text (``demo`` or ``demo.yaml``); UnknownNameError listing the presets."""
+    name = name.removesuffix(".yaml")
+    if name not in preset_names():
+        raise UnknownNameError("preset", name, preset_names())
+    return (resources.files("eqagen") / "presets" / f"{name}.yaml").read_text(encoding="utf-8")
 
 
 def read_preset(name: str) -> dict[str, Any]:
-    if name not in preset_names():
-        raise UnknownNameError("preset", name, preset_names())
-    text = (resources.files("eqagen") / "presets" / f"{name}.yaml").read_text(encoding="utf-8")
-    return _read_yaml(text, f"preset {name}")
+    return _read_yaml(preset_text(name), f"preset {name}")
 
 
 def read_config_source(preset_or_path: str) -> tuple[dict[str, Any], str]:
     """A preset name (``demo``, ``demo.yaml``) or a path to a YAML file; returns the data and its source."""
     path = Path(preset_or_path)
     if path.is_file():
-        return _read_yaml(path.read_text(encoding="utf-8"), str(path)), str(path)
+        return _read_yaml(_read_config_file(path), str(path)), str(path)
     name = path.name.removesuffix(".yaml").removesuffix(".yml")
     if path.suffix in (".yaml", ".yml") and name not in preset_names():
         raise ConfigError(
@@ -172,10 +252,15 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
             raise ConfigError(key, f"'{part}' is not a section", None, "--set")
         node = child
     try:
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        node[parts[-1]] = parse_yaml(raw) if raw.strip() else ""
+    except RecursionError:
+        raise ConfigError(key, "the value is nested too deeply", None, "--set") from None
     except yaml.YAMLError as err:
         raise ConfigError(
-            key, f"the value {raw!r} is not valid YAML ({err.__class__.__name__})", None, "--set"
+            key,
+            f"the value {raw!r} is not valid YAML: {yaml_problem(err)}",
+            None,
+            "--set",
         ) from None
 
 
@@ -189,6 +274,18 @@ def load_config(
     if seed is not None:
         data["seed"] = seed
     return validate_config(data, source)
+
+
+def non_finite_key(data: Any, prefix: str = "") -> str | None:
+    """The dotted key of the first NaN or infinite number in nested config data, or None."""
+    if isinstance(data, float):
+        return None if math.isfinite(data) else prefix or "(top level)"
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        found = non_finite_key(value, f"{prefix}.{key}" if prefix else str(key))
+        if found:
+            return found
+    return None
 
 
 def resolved(config: BaseModel) -> dict[str, Any]:

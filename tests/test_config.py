@@ -101,3 +101,69 @@ def test_resolved_config_has_every_section_and_validates_again() -> None:
     assert {"generation", "questions", "balance", "paraphrase", "split", "output", "runner"} <= set(data)
     again = validate_config(data)
     assert resolved(again) == data
+
+
+# --- inputs that were accepted or crashed: each a ConfigError naming the key or the file ---------------
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)  # under 1 KB; expanded, 10**9 strings
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path) -> None:
+    import resource
+    import time
+
+    assert len(ALIAS_BOMB) < 1024
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB)
+    before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+    with pytest.raises(ConfigError, match="anchors and aliases") as err:
+        load_config(str(path))
+    assert err.value.source == str(path) and time.perf_counter() - start < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KB: nothing expanded
+    with pytest.raises(ConfigError, match="anchors and aliases"):
+        load_config("demo", ["generation.params=&x {a: 1}"])
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("generation.n_episodes=true", "generation.n_episodes"),  # once accepted as 1
+        ("generation.n_episodes=1000000000000000", "generation.n_episodes"),  # once grew memory without end
+        ("generation.n_episodes=2.5", "generation.n_episodes"),
+        ("generation.max_steps=1000000000", "generation.max_steps"),
+        ("generation.batch_size=false", "generation.batch_size"),
+        ("output.rows_per_shard=100000000000", "output.rows_per_shard"),
+        ("runner.workers=100000", "runner.workers"),
+        ("seed=true", "seed"),
+        ("balance.entropy_threshold=.nan", "balance.entropy_threshold"),
+        ("generation.params.hfov=.inf", "generation.params.hfov"),
+        ("questions.query_mix.count=.nan", "questions.query_mix.count"),
+    ],
+)
+def test_counts_are_strict_bounded_integers_and_numbers_finite(override: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config("demo", [override])
+    assert err.value.key == key
+
+
+def test_a_config_that_is_no_mapping_is_an_error_also_with_overrides(tmp_path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("- generation\n- seed\n")
+    for overrides in ([], ["seed=3"]):  # with --set it raised AttributeError
+        with pytest.raises(ConfigError, match="a config must be a YAML mapping of sections, got a list") as err:
+            load_config(str(path), overrides)
+        assert err.value.source == str(path)
+
+
+def test_a_config_that_is_not_utf8_or_too_large_names_the_file(tmp_path) -> None:
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("description: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8 text") as err:  # it raised UnicodeDecodeError
+        load_config(str(latin))
+    assert err.value.source == str(latin)
+    big = tmp_path / "big.yaml"
+    big.write_text("description: " + "x" * (2 << 20) + "\n")
+    with pytest.raises(ConfigError, match="larger than a config can be"):
+        load_config(str(big))

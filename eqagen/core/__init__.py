@@ -10,7 +10,7 @@ from eqagen.core.episode import (
     make_episode_id,
     number_events,
 )
-from eqagen.core.errors import ConfigError, DataFileError, EqagenError, TaskError, UnknownNameError
+from eqagen.core.errors import ConfigError, DataFileError, EqagenError, RunFailed, TaskError, UnknownNameError
 from eqagen.core.frame import FrameTransform, heading_vector, to_egocentric
 from eqagen.core.records import (
     EXPRESS_CATEGORIES,
@@ -49,6 +49,7 @@ __all__ = [
     "QuerySpec",
     "Region",
     "ResultItem",
+    "RunFailed",
     "Steps",
     "TaskError",
     "Timeline",

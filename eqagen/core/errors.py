@@ -13,7 +13,10 @@ from collections.abc import Iterator
 
 
 class EqagenError(Exception):
-    """Base class of every error eqagen raises on purpose."""
+    """Base class of every error eqagen raises on purpose. ``exit_status`` is the command's exit status
+    when it ends with this error: 2, bad input (a config, file or argument), unless a subclass says else."""
+
+    exit_status = 2
 
 
 class ConfigError(EqagenError):
@@ -23,7 +26,8 @@ class ConfigError(EqagenError):
         self.key, self.problem, self.allowed, self.source = key, problem, allowed, source
         where = f"{source}: " if source else ""
         hint = f" (allowed: {allowed})" if allowed else ""
-        super().__init__(f"{where}config key '{key}': {problem}{hint}")
+        what = "option" if key.startswith("--") else "config key"  # a command-line option, e.g. --ratios
+        super().__init__(f"{where}{what} '{key}': {problem}{hint}")
 
 
 class DataFileError(EqagenError):
@@ -47,6 +51,17 @@ class UnknownNameError(EqagenError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
+
+
+class RunFailed(EqagenError):
+    """The input was valid but the command could not do what was asked (exit status 1): e.g. a run whose
+    questions all failed balancing. Says why and what to change."""
+
+    exit_status = 1
+
+    def __init__(self, problem: str, fix: str | None = None):
+        self.problem, self.fix = problem, fix
+        super().__init__(problem + (f"; fix: {fix}" if fix else ""))
 
 
 class TaskError(EqagenError, ValueError):

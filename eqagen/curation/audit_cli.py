@@ -15,7 +15,8 @@ from eqagen.outputs.report import write_report
 def register(subparsers: argparse._SubParsersAction) -> None:
     audit = subparsers.add_parser("audit", help="recompute and check a dataset's statistics from its shards")
     audit.add_argument("dir", type=Path, help="an eqagen output directory")
-    audit.add_argument("--against", type=Path, help="another output directory or an OpenEQA-format JSON file")
+    audit.add_argument("--against", type=Path, help="another output directory or an OpenEQA-format JSON file, "
+                       "printed side by side (n/a: a statistic the other dataset does not have)")  # fmt: skip
     audit.add_argument("--json", type=Path, help="write the recomputed statistics and checks here")
     audit.add_argument("--report", type=Path, help="write an HTML report of the recomputed statistics here")
     audit.add_argument(
@@ -25,11 +26,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.set_defaults(func=run_audit)
 
-    exp = subparsers.add_parser("export", help="export a dataset to another benchmark's format")
-    exp.add_argument("dir", type=Path)
-    exp.add_argument("--format", required=True, choices=EXPORT_FORMATS)
+    exp = subparsers.add_parser(
+        "export",
+        help="export a dataset to another benchmark's format",
+        description="Write a dataset's questions in another benchmark's format. openeqa: OpenEQA's JSON list "
+        "(any world family); jsonl: every column, one JSON object per line; express: EXPRESS-Bench's records, "
+        "for navigation episodes only (a household or blockworld dataset has none to export).",
+    )
+    exp.add_argument("dir", type=Path, help="an eqagen output directory")
+    exp.add_argument("--format", required=True, choices=EXPORT_FORMATS,
+                     help="openeqa (OpenEQA JSON), jsonl (every column) or express (EXPRESS-Bench: navigation "
+                     "datasets only)")  # fmt: skip
     exp.add_argument("--split", help="only this split (train, val or test)")
-    exp.add_argument("--out", type=Path, required=True)
+    exp.add_argument("--out", type=Path, required=True, help="the file to write (replaced if it exists)")
     exp.set_defaults(func=run_export)
 
 

@@ -36,6 +36,14 @@ def _load_json(path: Path) -> Any:
         raise DataFileError(path, None, "missing", "is this an eqagen output directory?") from err
     except json.JSONDecodeError as err:
         raise DataFileError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from err
+    except UnicodeDecodeError as err:
+        raise DataFileError(path, f"byte {err.start}", "not UTF-8 text", "pass a JSON file") from err
+    except RecursionError as err:
+        raise DataFileError(path, None, "nested too deeply", "pass a JSON file") from err
+    except OSError as err:  # a directory, a file where a directory should be, no permission
+        raise DataFileError(
+            path, None, f"cannot read: {err.strerror or err}", "pass an eqagen output directory"
+        ) from err
 
 
 def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -133,6 +141,11 @@ def openeqa_stats(path: Path) -> dict[str, Any]:
         missing = {"question", "answer", "category"} - set(item)
         if missing:
             raise DataFileError(path, f"[{i}]", f"missing keys {sorted(missing)}")
+        wrong = sorted(k for k in ("question", "answer", "category") if not isinstance(item[k], str))
+        if wrong:
+            raise DataFileError(
+                path, f"[{i}].{wrong[0]}", f"is not text: {item[wrong[0]]!r}"[:200], "OpenEQA's strings"
+            )
     cats: dict[str, int] = {}
     for item in items:
         cats[item["category"]] = cats.get(item["category"], 0) + 1
@@ -162,19 +175,27 @@ def comparable(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+NOT_AVAILABLE = "n/a"  # a statistic one of the two datasets does not have (OpenEQA has no query types)
+
+
+def _share(distribution: dict[str, Any] | None, key: str) -> str:
+    if distribution is None:
+        return NOT_AVAILABLE
+    return f"{distribution.get(key, 0) / (sum(distribution.values()) or 1):.3f}"
+
+
 def side_by_side(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str]) -> str:
-    """A text table: scalars as values, distributions as shares of each dataset's total."""
+    """A text table: scalars as values, distributions as shares of each dataset's total, ``n/a`` where a
+    dataset lacks the statistic (not 0, which would claim it was measured)."""
     rows = [("", names[0], names[1])]
     for key in list(dict.fromkeys(list(a) + list(b))):
         va, vb = a.get(key), b.get(key)
         if isinstance(va, dict) or isinstance(vb, dict):
-            va, vb = va or {}, vb or {}
-            ta, tb = sum(va.values()) or 1, sum(vb.values()) or 1
             rows.append((f"{key}:", "", ""))
-            for k in list(dict.fromkeys(list(va) + list(vb))):
-                rows.append((f"  {k}", f"{va.get(k, 0) / ta:.3f}", f"{vb.get(k, 0) / tb:.3f}"))
+            for k in list(dict.fromkeys(list(va or {}) + list(vb or {}))):
+                rows.append((f"  {k}", _share(va, k), _share(vb, k)))
         else:
-            rows.append((key, "-" if va is None else str(va), "-" if vb is None else str(vb)))
+            rows.append((key, NOT_AVAILABLE if va is None else str(va), NOT_AVAILABLE if vb is None else str(vb)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}" for r in rows)
 

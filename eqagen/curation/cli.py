@@ -27,9 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--unseen-fraction", type=float, default=0.5, help="share of val and test from scenes unseen in train"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the new assignment (default 0)")
     parser.add_argument("--by", choices=("question", "scene"), default="question", help="unit of the split")
-    parser.add_argument("--split-file", type=Path, help="scene -> split (JSON, CSV or TSV): reproduce a split")
+    parser.add_argument("--split-file", type=Path, help="scene -> split (JSON, CSV or TSV): reproduce a split; "
+                        "--ratios, --unseen-fraction and --by do not apply then")  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="skip report.html (its plots are the slow part)")
     parser.set_defaults(func=run_resplit)
 
@@ -55,7 +56,7 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
     except ValidationError as err:
         first = err.errors()[0]
         key = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "resplit"
-        raise ConfigError(key, first["msg"]) from err
+        raise ConfigError(key, first["msg"].removeprefix("Value error, ")) from err
 
 
 def run_resplit(args: argparse.Namespace) -> int:

@@ -72,7 +72,7 @@ class SplitConfig(BaseModel):
     @field_validator("ratios")
     @classmethod
     def _ratios_sum_to_one(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
-        if any(r < 0 for r in value) or abs(sum(value) - 1.0) > 1e-6:
+        if not all(0 <= r <= 1 for r in value) or abs(sum(value) - 1.0) > 1e-6:  # NaN fails 0 <= r
             raise ValueError(f"ratios must be three non-negative numbers summing to 1, got {value}")
         return value
 

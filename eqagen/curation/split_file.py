@@ -17,7 +17,10 @@ def read_split_file(path: Path | str) -> dict[str, str]:
     path = Path(path)
     if not path.is_file():
         raise DataFileError(path, None, "split file not found", "pass an existing JSON, CSV or TSV file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFileError(path, f"byte {err.start}", "not UTF-8 text", "pass a JSON, CSV or TSV file") from None
     mapping = _from_json(path, text) if path.suffix.lower() == ".json" else _from_table(path, text)
     bad = sorted({v for v in mapping.values() if v not in SPLITS})
     if bad:
@@ -33,8 +36,8 @@ def write_split_file(path: Path | str, mapping: dict[str, str]) -> None:
 def _from_json(path: Path, text: str) -> dict[str, str]:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataFileError(path, None, f"not valid JSON ({err})", "fix the JSON syntax") from err
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise DataFileError(path, None, f"not valid JSON ({err})"[:300], "fix the JSON syntax") from None
     if not isinstance(data, dict):
         raise DataFileError(path, None, "expected a JSON object", 'write {"scene": "train", ...}')
     if data and all(isinstance(v, list) for v in data.values()):
@@ -57,9 +60,16 @@ def _from_table(path: Path, text: str) -> dict[str, str]:
     if "scene_id" not in fields or "split" not in fields:
         raise DataFileError(path, "header", f"columns {fields} lack scene_id and split", "add a header row")
     mapping: dict[str, str] = {}
-    for line, row in enumerate(reader, start=2):
-        scene, split_name = row["scene_id"], row["split"]
-        if scene in mapping and mapping[scene] != split_name:
-            raise DataFileError(path, f"line {line}", f"scene {scene} given two splits", "list it once")
-        mapping[scene] = split_name
+    try:
+        for line, row in enumerate(reader, start=2):
+            scene, split_name = row["scene_id"], row["split"]
+            if scene is None or split_name is None:
+                raise DataFileError(path, f"line {line}", "has no scene_id or no split", "one scene_id,split per line")
+            if scene in mapping and mapping[scene] != split_name:
+                raise DataFileError(path, f"line {line}", f"scene {scene} given two splits", "list it once")
+            mapping[scene] = split_name
+    except csv.Error as err:
+        raise DataFileError(
+            path, f"line {reader.line_num}", f"not CSV/TSV ({err})", "pass a JSON, CSV or TSV file"
+        ) from None
     return mapping

@@ -361,7 +361,10 @@ def split_stats(
 
 
 def split_warnings(stats: dict, config: SplitConfig) -> list[str]:
-    """Targets this split missed (fractions by more than 2 points, unseen share by more than 5)."""
+    """Targets this split missed (fractions by more than 2 points, unseen share by more than 5). A split file
+    fixes every scene's split, so it has neither target."""
+    if stats["by"] == "file":
+        return []
     out = []
     for name, target in stats["target"].items():
         if stats["records"] and abs(stats["fraction"][name] - target) > 0.02:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -41,8 +41,11 @@ def batch_listener(callback: Callable[[Any], None] | None) -> Iterator[None]:
 class BatchProgress:
     """``with BatchProgress(n) as p: ... p.advance()`` once per finished (or resumed) batch."""
 
-    def __init__(self, total: int, enabled: bool = True):
-        self.enabled = enabled
+    def __init__(self, total: int, enabled: bool = True, file: TextIO | None = None):
+        """``file``: where the bar is drawn (default: standard error), on a terminal only: written to a
+        file or a pipe it would be a last line before any error line."""
+        console = Console(file=file, stderr=file is None)
+        self.enabled = enabled and console.is_terminal
         self.progress = Progress(
             TextColumn("[bold]episodes + programs"),
             BarColumn(),
@@ -50,8 +53,10 @@ class BatchProgress:
             TextColumn("batches"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
-            disable=not enabled,
+            console=console,
+            disable=not self.enabled,
+            redirect_stdout=False,  # nothing else is printed during the run (stderr goes to the run's log)
+            redirect_stderr=False,
         )
         self.task = self.progress.add_task("batches", total=total)
 
@@ -62,7 +67,9 @@ class BatchProgress:
         self.progress.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # a failed run: the error line, not a half-full bar, comes first
+            self.progress.live.transient = True
         self.progress.stop()
 
 

@@ -9,7 +9,11 @@ itself, with:
   directory's ``.eqagen/prefect``), never the user's;
 - ``PR_SET_PDEATHSIG`` (Linux): the kernel kills the server the moment the run's process dies,
   however it dies (SIGKILL included);
-- a SIGTERM handler in the run that turns the signal into an orderly exit through ``stop``.
+- a SIGTERM handler in the run that turns the signal into an orderly exit through ``stop``;
+- a watchdog thread: a server that dies while the run needs it (killed, out of memory) is started again
+  on the same port and database, with a note, before Prefect's client has given up retrying (about a
+  minute); after :data:`MAX_RESTARTS` restarts, or when one fails, the run ends at once with one line
+  (exit status 1) instead of minutes of retries against a dead API. Finished batches are kept.
 
 It listens on 127.0.0.1 unless told otherwise: workers of a Dask cluster on other machines need it on
 the address by which they reach this one (``host``; :func:`eqagen.flows.runners.api_host` picks it).
@@ -31,8 +35,9 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -42,6 +47,11 @@ from eqagen.core import ConfigError
 PR_SET_PDEATHSIG = 1
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_S = 180.0
+WATCH_INTERVAL_S = 0.5  # how often the watchdog looks at the server process
+# Restarts of a server that died during one run. Prefect's client retries a failed request for about a
+# minute (5 retries, 2 to 32 s apart), longer than a restart takes here (5-30 s), so the run goes on.
+MAX_RESTARTS = 2
+EXIT_FAILED = 1  # the command's exit status when the server cannot be brought back (eqagen.cli)
 
 
 def api_url_for(host: str, port: int) -> str:
@@ -218,18 +228,41 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(s.getsockname()[1])
 
 
+def _note_on_stderr(text: str) -> None:
+    print(f"eqagen: note: {text}", file=sys.stderr, flush=True)
+
+
+def _error_on_stderr(text: str) -> None:
+    print(f"eqagen: error: {text}", file=sys.stderr, flush=True)
+
+
 class LocalPrefectServer:
     """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration,
-    listening on ``host`` only (127.0.0.1 unless remote workers need another address)."""
+    listening on ``host`` only (127.0.0.1 unless remote workers need another address). ``notify`` tells
+    the user of a restart, ``fail`` says why the run ends when the server cannot be brought back (:meth:`watch`)."""
 
-    def __init__(self, home: Path, port: int | None = None, log_path: Path | None = None, host: str = LOOPBACK):
+    def __init__(
+        self,
+        home: Path,
+        port: int | None = None,
+        log_path: Path | None = None,
+        host: str = LOOPBACK,
+        notify: Callable[[str], None] | None = None,
+        fail: Callable[[str], None] | None = None,
+    ):
         self.home = Path(home)
         self.host = host
         self.log_path = log_path or self.home / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.port = port or 0
         self.startup_seconds = 0.0
+        self.restarts = 0
+        self.notify = notify or _note_on_stderr
+        self.fail = fail or _error_on_stderr
         self._launched_at = 0.0
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # the watchdog's restart against stop()
+        self._watcher: threading.Thread | None = None
 
     @property
     def api_url(self) -> str:
@@ -245,13 +278,53 @@ class LocalPrefectServer:
         ]  # fmt: skip
 
     def start(self) -> str:
-        """Launch (if not yet launched) and wait until the API answers; returns its URL."""
+        """Launch (if not yet launched), wait until the API answers and start the watchdog; returns its URL."""
         if self.process is None:
             self.launch()
-        self._wait_healthy()
+        try:
+            self._wait_healthy()
+        except RuntimeError:
+            self.stop()
+            raise
         self.startup_seconds = time.perf_counter() - self._launched_at
         save_template_database(self.home / "prefect.db")
+        self.watch()
         return self.api_url
+
+    def watch(self) -> None:
+        """Start the watchdog thread (once): it restarts a server that dies before :meth:`stop`."""
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, name="eqagen-server-watchdog", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_INTERVAL_S):
+            proc = self.process
+            if proc is None or proc.poll() is None:
+                continue
+            if self.restarts >= MAX_RESTARTS:
+                self._give_up(f"Prefect's API server exited with code {proc.returncode} after {self.restarts} restarts")
+                return
+            self.restarts += 1
+            self.notify(f"Prefect's API server exited with code {proc.returncode}; restarting it (see {self.log_path})")
+            try:
+                with self._lock:
+                    if self._stopping.is_set():
+                        return
+                    self.launch()
+                self._wait_healthy(unless=self._stopping)
+            except (RuntimeError, OSError) as err:
+                self._give_up(f"Prefect's API server could not be restarted ({err})")
+                return
+
+    def _give_up(self, problem: str) -> None:
+        """The run cannot go on without its API: say so and end the process now. Prefect would otherwise retry
+        every request for about a minute, then retry reporting the failure; finished batches are kept, the
+        pool's workers die with the process (PR_SET_PDEATHSIG) and a Dask cluster's workers see it go."""
+        if self._stopping.is_set():
+            return
+        self.fail(f"{problem}; finished batches are kept: run the same command again to resume")
+        os._exit(EXIT_FAILED)
 
     def launch(self) -> None:
         """Start the server process without waiting, so the caller can import and plan meanwhile."""
@@ -267,24 +340,32 @@ class LocalPrefectServer:
                 preexec_fn=lambda: _die_with_parent(parent),
             )  # fmt: skip
 
-    def _wait_healthy(self) -> None:
+    def _wait_healthy(self, unless: threading.Event | None = None) -> None:
+        """Return once the API answers; RuntimeError if the server exits, does not answer in time, or
+        ``unless`` is set meanwhile (the run is stopping)."""
         import httpx
 
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Prefect's server exited with code {self.process.returncode}; see {self.log_path}")
+            process = self.process
+            if process is None or (unless is not None and unless.is_set()):
+                raise RuntimeError("the run stopped while Prefect's server was starting")
+            if process.poll() is not None:
+                raise RuntimeError(f"Prefect's server exited with code {process.returncode}; see {self.log_path}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{self.api_url}/health", timeout=2.0).status_code == 200:
                     return
             time.sleep(0.1)
-        self.stop()
         raise RuntimeError(f"Prefect's server did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
 
     def stop(self) -> None:
-        drain_prefect_workers()
-        proc, self.process = self.process, None
+        drain_prefect_workers()  # while the server still runs (a restarted one dies with the watchdog's thread)
+        self._stopping.set()
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=STARTUP_TIMEOUT_S)
+        with self._lock:
+            proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
         proc.terminate()

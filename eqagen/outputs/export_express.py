@@ -90,9 +90,16 @@ def express_record(question: QARecord, trajectory: dict[str, Any]) -> dict[str, 
 
 
 def express_records(out_dir: Path, split: str | None = None) -> list[dict[str, Any]]:
-    questions = [q for q in read_questions(Path(out_dir), split) if q.family == "navigation"]
+    every = read_questions(Path(out_dir), split)
+    questions = [q for q in every if q.family == "navigation"]
     if not questions:
-        raise ConfigError("--format", "the dataset has no navigation questions to export as express", "openeqa, jsonl")
+        families = ", ".join(sorted({q.family for q in every})) or "no"
+        raise ConfigError(
+            "--format",
+            f"'express' writes EXPRESS-Bench records, which are for navigation episodes only, and {out_dir} "
+            f"holds {families} questions",
+            "openeqa, jsonl",
+        )
     wanted = {q.episode_id for q in questions}
     trajectories = {
         ep.episode_id: trajectory_fields(ep) for ep in iter_episodes(Path(out_dir)) if ep.episode_id in wanted

@@ -88,5 +88,5 @@ def test_split_and_errors(dataset, tmp_path):
     household = make_episode(0)
     write_shards(episodes_table([household]), other, "episodes", "episode_id", 10)
     write_shards(questions_table([]), other, "questions/split=train", "question_id", 10)
-    with pytest.raises(ConfigError, match="no navigation questions"):
+    with pytest.raises(ConfigError, match="for navigation episodes only"):
         export_express(other, tmp_path / "x.json")

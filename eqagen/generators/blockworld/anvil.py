@@ -19,7 +19,6 @@ voxel extent and its structures (which Minecraft does not store) go into ``level
 
 from __future__ import annotations
 
-import gzip
 import io
 import struct
 import zlib
@@ -30,7 +29,8 @@ import numpy as np
 from nbtlib import tag
 
 from eqagen.core import DataFileError
-from eqagen.generators.blockworld.nbt import parse_nbt
+from eqagen.core.limits import MAX_INFLATED_BYTES
+from eqagen.generators.blockworld.nbt import GZIP, ZLIB, InflateLimitError, inflate, parse_nbt
 
 SECTOR = 4096
 DATA_VERSION = 3465  # Minecraft 1.20.1
@@ -61,7 +61,8 @@ def write_region(path: str | Path, chunks: dict[tuple[int, int], nbtlib.Compound
     Path(path).write_bytes(bytes(header) + bytes(body))
 
 
-def _decompress_chunk(path: Path, where: str, data: bytes, offset: int) -> nbtlib.Compound:
+def _decompress_chunk(path: Path, where: str, data: bytes, offset: int, budget: int) -> tuple[nbtlib.Compound, int]:
+    """The chunk at ``offset`` and how many bytes it expanded to (at most ``budget``)."""
     if offset + 5 > len(data):
         raise DataFileError(
             path,
@@ -78,19 +79,26 @@ def _decompress_chunk(path: Path, where: str, data: bytes, offset: int) -> nbtli
             f"declares {length} bytes but {len(payload) + 1} remain",
             "the region file is truncated or corrupt",
         )
-    try:
-        raw = {1: gzip.decompress, 2: zlib.decompress, 3: bytes}[method](payload)
-    except KeyError:
+    if method not in (1, 2, 3):
         raise DataFileError(
             path,
             f"{where} compression",
             f"unknown compression type {method}",
             "expected 1 (gzip), 2 (zlib) or 3 (none); external chunks (.mcc) are not supported",
-        ) from None
-    except (zlib.error, OSError, EOFError) as err:
+        )
+    try:
+        raw = payload if method == 3 else inflate(payload, GZIP if method == 1 else ZLIB, budget)
+        if len(raw) > budget:
+            raise InflateLimitError(f"expands to more than {budget:,} bytes")
+    except InflateLimitError:
+        raise DataFileError(
+            path, f"{where} data", f"the region's chunks expand to more than {MAX_INFLATED_BYTES:,} bytes together",
+            "a damaged or hostile file: use the original",
+        ) from None  # fmt: skip
+    except zlib.error as err:
         raise DataFileError(path, f"{where} data", f"cannot decompress: {err}", "the chunk is corrupt") from None
     try:
-        return parse_nbt(raw)
+        return parse_nbt(raw), len(raw)
     except Exception as err:  # nbtlib raises several types on malformed NBT
         raise DataFileError(path, f"{where} nbt", f"malformed NBT: {err}", "the chunk is corrupt") from None
 
@@ -110,11 +118,12 @@ def read_region(path: str | Path) -> dict[tuple[int, int], nbtlib.Compound]:
             "the file is not an Anvil region file or is truncated",
         )
     locations = np.frombuffer(data[:SECTOR], dtype=">u4")
-    out = {}
+    out, budget = {}, MAX_INFLATED_BYTES  # the region's chunks expand to at most this much, together
     for i in np.flatnonzero(locations).tolist():
         cx, cz = i % 32, i // 32
         offset = int(locations[i] >> 8) * SECTOR
-        out[(cx, cz)] = _decompress_chunk(path, f"chunk ({cx}, {cz})", data, offset)
+        out[(cx, cz)], used = _decompress_chunk(path, f"chunk ({cx}, {cz})", data, offset, budget)
+        budget -= used
     return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
+from eqagen.core.limits import MAX_SCENES, checked_count
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.blockworld.embedded import generate_world
 from eqagen.generators.blockworld.explorer import ExplorerParams, explore
@@ -52,11 +53,13 @@ class EmbeddedBlockworld:
     family, backend = "blockworld", "embedded"
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
-        biomes = list(params.get("biomes") or BIOMES)
+        biomes = params.get("biomes") or list(BIOMES)
+        if not isinstance(biomes, list) or not all(isinstance(b, str) for b in biomes):
+            raise ConfigError("biomes", f"{biomes!r} is not a list of biome names", ", ".join(BIOMES))
         unknown = sorted(set(biomes) - set(BIOMES))
         if unknown:
             raise ConfigError("biomes", f"unknown biome(s) {unknown}", ", ".join(BIOMES))
-        n_scenes = int(params.get("n_scenes") or n_episodes)
+        n_scenes = checked_count(params, "n_scenes", n_episodes, MAX_SCENES)
         scenes = []
         for k in range(n_scenes):
             biome = biomes[k % len(biomes)]

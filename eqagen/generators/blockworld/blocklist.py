@@ -1,8 +1,11 @@
 """PQB-EQA's block lists: first line ``sx sy sz``, then one ``x y z minecraft:block[properties]`` per block.
 
 Air is not listed. Some real files list blocks one past their stated size (``tree.txt`` says height 4
-and has a block at y=4), so the array is made large enough for every listed block and the stated size
-is kept in ``meta["header_size"]``.
+and has a block at y=4, ``duck.txt`` likewise), so a block may lie at most :data:`HEADER_SLACK` past the
+stated size, the array is made large enough for every listed block and the stated size is kept in
+``meta["header_size"]``; a block farther out is an error naming its line (a damaged coordinate would
+otherwise grow the world). Every block id is namespaced (``minecraft:stone``), as PQB writes them: a line
+cut short (``minecraf``) is an error, not a new block.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from eqagen.generators.blockworld.world import BIOMES, BlockWorld
 
 # Largest world a file may describe (voxels): a damaged size or coordinate must not allocate gigabytes.
 MAX_VOXELS = 2**28
+HEADER_SLACK = 1  # blocks a listed block may lie past the stated size (PQB's own tree.txt and duck.txt)
 _FIX = "each line after the first must be 'x y z minecraft:block[key=value,...]' with integer x, y, z >= 0"
 
 
@@ -50,6 +54,8 @@ def _parse_lines(path: Path, lines: list[str]) -> tuple[np.ndarray, list[str]]:
             coords[i] = xyz
             raw = parts[3]
             if raw not in seen:
+                if ":" not in raw.split("[", 1)[0]:
+                    raise ValueError(f"block id {raw[:60]!r} has no namespace (a line cut short?)")
                 seen[raw] = canonical_state(raw)
             states.append(seen[raw])
         except ValueError as err:
@@ -71,11 +77,22 @@ def read_block_list(path: str | Path, biome: str | None = None) -> BlockWorld:
     if coords.size and coords.min() < 0:
         bad = int(np.flatnonzero((coords < 0).any(axis=1))[0])
         raise DataFileError(path, f"line {bad + 2}", f"negative coordinate {coords[bad].tolist()}", _FIX)
+    if np.prod(np.asarray(header, np.float64)) > MAX_VOXELS:
+        raise DataFileError(
+            path, "line 1 (size)", f"a world of {list(header)} blocks exceeds {MAX_VOXELS} voxels", _FIX
+        )
+    outside = (coords >= np.asarray(header) + HEADER_SLACK).any(axis=1) if coords.size else np.zeros(0, bool)
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise DataFileError(
+            path, f"line {bad + 2}", f"block at {coords[bad].tolist()} lies outside the stated size {list(header)}",
+            "fix the coordinate or the size on line 1",
+        )  # fmt: skip
     shape = np.maximum(np.asarray(header), coords.max(axis=0) + 1 if coords.size else 0)
-    if np.prod(shape.astype(np.float64)) > MAX_VOXELS:
-        where = "line 1 (size)" if np.prod(np.asarray(header, np.float64)) > MAX_VOXELS else "coordinates"
-        where = where if where.startswith("line 1") else f"line {int(np.argmax(coords.max(axis=1))) + 2}"
-        raise DataFileError(path, where, f"a world of {shape.tolist()} blocks exceeds {MAX_VOXELS} voxels", _FIX)
+    if np.prod(shape.astype(np.float64)) > MAX_VOXELS:  # the slack past a huge stated size
+        raise DataFileError(
+            path, "line 1 (size)", f"a world of {shape.tolist()} blocks exceeds {MAX_VOXELS} voxels", _FIX
+        )
     palette = Palette()
     ids = np.array([palette.id(s) for s in states], dtype=np.uint16)
     blocks = np.zeros(tuple(int(v) for v in shape), dtype=np.uint16)

@@ -6,16 +6,23 @@ hours. Every other tag consumes at least one byte, so a structural walk that che
 length against the bytes that remain, and refuses non-empty End lists (Minecraft writes an empty list
 as type End, length 0), bounds parsing by the file's size. The walk is plain offset arithmetic over
 the bytes and costs about a third of nbtlib's own parse (measured on generated region chunks).
+
+Decompression is bounded too (:func:`inflate`): a few megabytes of gzip can expand to gigabytes (a 2 MB
+``.schem`` of zeros held 4.3 GB at its peak), so a file's streams together may expand to at most
+:data:`~eqagen.core.limits.MAX_INFLATED_BYTES`, checked while decompressing.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import struct
+import zlib
 from pathlib import Path
 
 import nbtlib
+
+from eqagen.core import DataFileError
+from eqagen.core.limits import MAX_INFLATED_BYTES
 
 # Tag id -> size in bytes of the scalar tags, and of one item of the array tags.
 _SCALARS = {1: 1, 2: 2, 3: 4, 4: 8, 5: 4, 6: 8}
@@ -106,9 +113,46 @@ def parse_nbt(raw: bytes) -> nbtlib.File:
     return nbtlib.File.parse(io.BytesIO(raw))
 
 
-def load_nbt(path: Path) -> nbtlib.File:
-    """A gzipped or uncompressed NBT file (as nbtlib.load reads them), checked before it is parsed."""
+GZIP, ZLIB = 16 + zlib.MAX_WBITS, zlib.MAX_WBITS  # wbits of a gzip member and of a zlib stream
+
+
+class InflateLimitError(ValueError):
+    """Compressed data that expands past the limit it was given."""
+
+
+def inflate(data: bytes, wbits: int, limit: int) -> bytes:
+    """``data`` decompressed (``GZIP``: every member, as gzip.decompress; ``ZLIB``: one stream), never
+    holding more than ``limit`` bytes of output: InflateLimitError beyond it, zlib.error when damaged."""
+    parts: list[bytes] = []
+    size, rest = 0, data
+    while True:
+        stream = zlib.decompressobj(wbits)
+        pending = rest
+        while True:
+            piece = stream.decompress(pending, limit - size + 1)
+            parts.append(piece)
+            size += len(piece)
+            if size > limit:
+                raise InflateLimitError(f"expands to more than {limit:,} bytes")
+            pending = stream.unconsumed_tail
+            if stream.eof or not (pending or piece):
+                break
+        if not stream.eof:
+            raise zlib.error("the compressed data is cut off")
+        rest = stream.unused_data
+        if wbits != GZIP or not rest.strip(b"\0"):  # gzip files may hold several members, or zero padding
+            return b"".join(parts)
+
+
+def load_nbt(path: Path, limit: int = MAX_INFLATED_BYTES) -> nbtlib.File:
+    """A gzipped or uncompressed NBT file (as nbtlib.load reads them), checked before it is parsed; a
+    DataFileError when it expands past ``limit``."""
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        try:
+            raw = inflate(raw, GZIP, limit)
+        except InflateLimitError as err:
+            raise DataFileError(
+                path, "gzip", f"the file {err}", "a damaged or hostile file: use the original"
+            ) from None
     return parse_nbt(raw)

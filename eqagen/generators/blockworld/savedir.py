@@ -359,6 +359,8 @@ def _load_level(path: Path) -> dict:
         return {}
     try:
         root = load_nbt(path)
+    except DataFileError:
+        raise
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "level.dat must be gzipped NBT") from None
     if not isinstance(root.get("Data"), dict):

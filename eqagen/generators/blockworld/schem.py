@@ -149,6 +149,8 @@ def read_schem(path: str | Path) -> BlockWorld:
     path = Path(path)
     try:
         root = load_nbt(path)
+    except DataFileError:
+        raise
     except Exception as err:
         raise DataFileError(path, None, f"malformed NBT: {err}", "a .schem file is gzipped NBT") from None
     with malformed_file(path, "Schematic", "a .schem file is a Sponge schematic (gzipped NBT)"):

@@ -13,11 +13,13 @@ and the camera's ``hfov`` (default 90) and ``view_range`` (default 5 m).
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 from functools import lru_cache
 from typing import Any
 
 from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
+from eqagen.core.limits import MAX_COORDINATE, MAX_SCENES, checked_count, checked_number
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.navigation.episodes import build_episode
 from eqagen.generators.navigation.houses import make_house
@@ -26,19 +28,27 @@ from eqagen.generators.navigation.readers import load_hm3d_scene
 from eqagen.generators.navigation.scene import NavScene
 from eqagen.generators.navigation.visibility import Camera
 
+MAX_METERS_PER_PIXEL = 10.0  # a top-down map's resolution: habitat-sim's are 0.01 to 0.1
+
 POLICY_KEYS = {f.name for f in fields(Policy)} - {"name"}
+
+
+MAX_POLICY_SETTING = 1e6  # a policy's counts (actions, tries) and distances (metres) and angles (degrees)
 
 
 def policy_from_params(params: dict[str, Any]) -> Policy:
     name = params.get("policy", "express")
-    if name not in POLICIES:
+    if not isinstance(name, str) or name not in POLICIES:
         raise ConfigError("policy", f"unknown navigation policy '{name}'", ", ".join(sorted(POLICIES)))
-    overrides = {k: params[k] for k in POLICY_KEYS if k in params}
-    return replace(POLICIES[name], **overrides)
+    base = POLICIES[name]
+    overrides = {k: checked_number(params, k, getattr(base, k), MAX_POLICY_SETTING) for k in POLICY_KEYS if k in params}
+    return replace(base, **overrides)
 
 
 def camera_from_params(params: dict[str, Any]) -> Camera:
-    return Camera(float(params.get("hfov", 90.0)), float(params.get("view_range", 5.0)))
+    return Camera(
+        checked_number(params, "hfov", 90.0, 360.0), checked_number(params, "view_range", 5.0, MAX_COORDINATE)
+    )
 
 
 def walk_episode(scene: NavScene, spec: EpisodeSpec) -> Episode:
@@ -73,8 +83,9 @@ class EmbeddedNavigationBackend:
     backend = "embedded"
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
-        policy_from_params(params)  # fail early on a bad policy
-        n_scenes = int(params.get("n_scenes", max(1, n_episodes // 20)))
+        policy_from_params(params)  # fail early on a bad policy or camera
+        camera_from_params(params)
+        n_scenes = checked_count(params, "n_scenes", max(1, n_episodes // 20), MAX_SCENES)
         first, house_seed = int(params.get("first_scene", 0)), int(params.get("house_seed", 0))
         scene_ids = [embedded_house_id(house_seed, first + i) for i in range(n_scenes)]
         return [
@@ -108,16 +119,31 @@ def _hm3d_scene(
 
 
 def hm3d_scene_from_entry(entry: dict[str, Any]) -> NavScene:
-    if "scene_id" not in entry or "topdown_binary" not in entry:
+    if not isinstance(entry, dict) or "scene_id" not in entry or "topdown_binary" not in entry:
         raise ConfigError("scenes", "each hm3d-files scene needs scene_id and topdown_binary", "see docs/navigation.md")
     return _hm3d_scene(
         str(entry["scene_id"]),
         str(entry["topdown_binary"]),
         *(str(entry[k]) if entry.get(k) else None for k in ("topdown_islands", "semantic", "boxes")),
-        float(entry.get("meters_per_pixel", 0.1)),
-        tuple(entry.get("origin", (0.0, 0.0))),
-        float(entry.get("floor_y", 0.0)),
+        *map_placement(entry),
     )
+
+
+def map_placement(entry: dict[str, Any]) -> tuple[float, tuple[float, float], float]:
+    """``meters_per_pixel`` (in (0, MAX_METERS_PER_PIXEL]), ``origin`` (x, z) and ``floor_y`` of a scene entry,
+    checked: finite numbers within MAX_COORDINATE."""
+    where = f"scenes[{entry['scene_id']}]"
+    try:
+        mpp = float(entry.get("meters_per_pixel", 0.1))
+        origin = tuple(float(v) for v in entry.get("origin", (0.0, 0.0)))
+        floor_y = float(entry.get("floor_y", 0.0))
+    except (TypeError, ValueError) as err:
+        raise ConfigError(where, f"meters_per_pixel, origin and floor_y must be numbers ({err})") from None
+    if len(origin) != 2 or not all(math.isfinite(v) and abs(v) <= MAX_COORDINATE for v in (*origin, floor_y)):
+        raise ConfigError(where, f"origin {origin} and floor_y {floor_y} must be finite metres", "origin: [x, z]")
+    if not 0 < mpp <= MAX_METERS_PER_PIXEL:
+        raise ConfigError(f"{where}.meters_per_pixel", f"{mpp} is not in (0, {MAX_METERS_PER_PIXEL}]", "e.g. 0.1")
+    return mpp, origin, floor_y  # type: ignore[return-value]
 
 
 @register_backend("navigation", "hm3d-files")
@@ -127,9 +153,12 @@ class Hm3dFilesBackend:
 
     def plan(self, n_episodes: int, seed: int, params: dict[str, Any]) -> list[EpisodeSpec]:
         policy_from_params(params)
+        camera_from_params(params)
         scenes = params.get("scenes") or []
-        if not scenes:
-            raise ConfigError("scenes", "the hm3d-files backend needs at least one scene", "see docs/navigation.md")
+        if not isinstance(scenes, list) or not scenes or not all(isinstance(s, dict) for s in scenes):
+            raise ConfigError(
+                "scenes", "the hm3d-files backend needs a list of scenes, each a mapping", "see docs/navigation.md"
+            )
         ids = [str(s.get("scene_id")) for s in scenes]
         return [
             EpisodeSpec(

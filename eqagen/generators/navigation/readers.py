@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from eqagen.core import DataFileError
+from eqagen.core.limits import check_npy_size, checked_coordinates
 from eqagen.generators.navigation.grid import NavGrid, label_islands
 from eqagen.generators.navigation.scene import NavScene, SceneObject, SceneRegion
 
@@ -85,6 +86,7 @@ def _semantic_row(path: Path, n: int, row: list[str]) -> SemanticRecord:
 def _load_npy(path: Path) -> np.ndarray:
     if not path.is_file():
         raise DataFileError(path, None, "file not found", "check the path in the config")
+    check_npy_size(path, "shape")
     try:
         arr = np.load(path, allow_pickle=False)
     except Exception as err:  # numpy's header parser raises many types (ValueError, EOFError, TokenError, ...)
@@ -141,8 +143,9 @@ def read_boxes_csv(path: str | Path) -> dict[int, tuple[float, ...]]:
         try:
             oid, *vals = row
             box = tuple(float(v) for v in vals)
-            if len(box) != 6 or not all(np.isfinite(box)) or any(box[i] > box[i + 3] for i in range(3)):
-                raise ValueError("need six finite numbers with min <= max")
+            if len(box) != 6 or any(box[i] > box[i + 3] for i in range(3)):
+                raise ValueError("need six numbers with min <= max")
+            checked_coordinates(box, path, f"line {n}", "id,xmin,ymin,zmin,xmax,ymax,zmax in metres")
             if not 0 <= int(oid) < MAX_ID:
                 raise ValueError(f"id must lie in 0..{MAX_ID - 1}")
             boxes[int(oid)] = box

@@ -222,3 +222,26 @@ def test_1_16_layout_has_no_blocks_below_zero(tmp_path):
     world.origin = (0, -16, 0)
     with pytest.raises(ValueError, match="below y=0"):
         write_save(world, tmp_path / "w", layout="1.16")
+
+
+def test_chunks_that_expand_past_the_region_budget_are_refused(tmp_path, monkeypatch):
+    """Every chunk's decompression is bounded, and all the region's chunks share one budget: each chunk
+    alone fits in it here, all of them together do not."""
+    path = _save(tmp_path)
+    data = path.read_bytes()
+    locations = np.frombuffer(data[: anvil.SECTOR], dtype=">u4")
+    sizes = []
+    for loc in locations[locations > 0]:
+        offset = int(loc >> 8) * anvil.SECTOR
+        length = int.from_bytes(data[offset : offset + 4], "big")
+        sizes.append(len(zlib.decompress(data[offset + 5 : offset + 4 + length])))
+    assert len(sizes) > 1
+    monkeypatch.setattr(anvil, "MAX_INFLATED_BYTES", sum(sizes) - 1)
+    with pytest.raises(DataFileError, match=f"expand to more than {sum(sizes) - 1:,} bytes together") as err:
+        anvil.read_region(path)
+    assert err.value.field == f"chunk {_last_chunk(locations)} data"
+
+
+def _last_chunk(locations: np.ndarray) -> tuple[int, int]:
+    i = int(np.flatnonzero(locations)[-1])
+    return (i % 32, i // 32)

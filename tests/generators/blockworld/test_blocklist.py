@@ -74,6 +74,9 @@ def test_generated_world_as_block_list(tmp_path):
         ("3 3 3\n0 0 0 minecraft:stone\n0 0 0 minecraft:dirt\n", "line 3"),
         ("3 3 3\n0 -1 0 minecraft:stone\n", "line 2"),
         ("3 3 3\n0 0 0 minecraft:stone[facing]\n", "line 2"),
+        ("3 3 3\n0 0 0 minecraft:stone\n1 0 0 minecraf\n", "line 3"),  # a line cut short: no new block 'minecraf'
+        ("3 3 3\n0 0 0 minecraft:stone\n0 0 900 minecraft:dirt\n", "line 3"),  # would grow the world to 901
+        ("3 3 3\n0 0 0 minecraft:stone\n4 0 0 minecraft:dirt\n", "line 3"),  # two past the stated size
     ],
 )
 def test_malformed_block_lists_name_the_line(tmp_path, text, field):
@@ -91,3 +94,11 @@ def test_roundtrip_keeps_mobs_out(tmp_path):
     world.mobs, world.chests, world.structures, world.spawn = [], [], [], None
     back.scene_id, back.biome = world.scene_id, world.biome
     assert_same_world(world, back)
+
+
+def test_a_block_one_past_the_stated_size_is_kept_as_pqb_writes_them(tmp_path):
+    """PQB's own tree.txt and duck.txt list blocks one past their stated height: they still load."""
+    path = tmp_path / "tree.txt"
+    path.write_text("2 2 2\n0 0 0 minecraft:oak_log\n0 2 0 minecraft:oak_leaves\n")
+    world = read_block_list(path)
+    assert world.shape == (2, 3, 2) and world.meta["header_size"] == [2, 2, 2]

@@ -7,7 +7,10 @@ from __future__ import annotations
 import gzip
 import io
 import struct
+import subprocess
+import sys
 import time
+import zlib
 
 import nbtlib
 import pytest
@@ -16,10 +19,19 @@ from hypothesis import strategies as st
 from nbtlib import tag
 
 from eqagen.core import DataFileError
+from eqagen.core.limits import MAX_INFLATED_BYTES
 from eqagen.generators.blockworld import anvil
 from eqagen.generators.blockworld.embedded import generate_world
 from eqagen.generators.blockworld.files import load_world
-from eqagen.generators.blockworld.nbt import NbtStructureError, check_nbt, parse_nbt
+from eqagen.generators.blockworld.nbt import (
+    GZIP,
+    ZLIB,
+    InflateLimitError,
+    NbtStructureError,
+    check_nbt,
+    inflate,
+    parse_nbt,
+)
 from eqagen.generators.blockworld.savedir import write_save
 from eqagen.generators.blockworld.schem import write_schem
 
@@ -102,3 +114,44 @@ def test_deep_nesting_is_refused_not_a_recursion_error() -> None:
     raw = b"\x0a\x00\x00" + b"\x0a\x00\x00" * 600 + b"\x00" * 601
     with pytest.raises(NbtStructureError, match="nested deeper"):
         check_nbt(raw)
+
+
+def _zero_bomb(members: int, member_bytes: int = 1 << 20) -> bytes:
+    """``members`` gzip members of ``member_bytes`` zeros each: about 1 KB per MiB it expands to."""
+    return gzip.compress(bytes(member_bytes), compresslevel=9) * members
+
+
+def test_inflate_reads_every_member_as_gzip_does_and_refuses_past_its_limit() -> None:
+    data = gzip.compress(b"one ") + gzip.compress(b"two") + b"\0" * 8  # two members and zero padding
+    assert inflate(data, GZIP, 100) == gzip.decompress(data) == b"one two"
+    assert inflate(zlib.compress(b"x" * 5000), ZLIB, 5000) == b"x" * 5000
+    with pytest.raises(InflateLimitError):
+        inflate(zlib.compress(b"x" * 5001), ZLIB, 5000)
+    with pytest.raises(InflateLimitError):
+        inflate(_zero_bomb(3, 1000), GZIP, 2999)
+    with pytest.raises(zlib.error):
+        inflate(gzip.compress(b"cut short" * 100)[:-20], GZIP, 10_000)
+
+
+BOMB_READER = """
+import resource, sys
+from eqagen.core import DataFileError
+from eqagen.generators.blockworld.schem import read_schem
+try:
+    read_schem(sys.argv[1])
+    print("read")
+except DataFileError as err:
+    print("refused:", err)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def test_a_gzip_bomb_schematic_is_refused_within_bounded_memory(tmp_path) -> None:
+    """2 MB of gzip expanding to 2 GiB once held 4.3 GB at its peak; now reading stops at the limit."""
+    bomb = tmp_path / "bomb.schem"
+    bomb.write_bytes(_zero_bomb(2048))
+    assert bomb.stat().st_size < 3 << 20
+    out = subprocess.run([sys.executable, "-c", BOMB_READER, str(bomb)], capture_output=True, text=True, check=True)
+    verdict, peak_mb = out.stdout.splitlines()
+    assert verdict.startswith("refused:") and "bomb.schem [gzip]: the file expands to more than" in verdict
+    assert int(peak_mb) < 2 * MAX_INFLATED_BYTES / 2**20 + 200, f"peak {peak_mb} MB"

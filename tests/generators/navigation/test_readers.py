@@ -114,3 +114,49 @@ def test_hm3d_files_scene_and_backend_on_the_real_map(tmp_path, habitat_maps):
     assert {ep.backend for ep in episodes} == {"hm3d-files"} and episodes[0].scene_id == "17DRP5sb8fy"
     assert episodes[0].entities.type[:3] == ["sofa", "coffee table", "bed, double"]
     assert all(10 <= ep.n_steps - 1 <= 100 for ep in episodes)
+
+
+def test_box_coordinates_beyond_the_limit_are_refused_naming_the_line(tmp_path):
+    (tmp_path / "b.csv").write_text("id,xmin,ymin,zmin,xmax,ymax,zmax\n1,0,0,0,1,1,1\n2,0,0,0,1e308,1,1\n")
+    with pytest.raises(DataFileError, match="beyond") as err:
+        read_boxes_csv(tmp_path / "b.csv")
+    assert err.value.field == "line 3"
+
+
+def test_a_map_whose_header_states_more_than_the_file_holds_is_refused_before_loading(tmp_path):
+    path = tmp_path / "nav.npy"
+    np.save(path, np.ones((4, 4), bool))
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"(4, 4)", b"(400000, 400000)", 1).replace(b" " * 10 + b"\n", b"\n", 1))
+    with pytest.raises(DataFileError, match=r"states an array of shape \(400000, 400000\), more than") as err:
+        read_topdown_map(path)
+    assert err.value.field == "shape"
+
+
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        ({"meters_per_pixel": 0}, "scenes[s].meters_per_pixel"),
+        ({"meters_per_pixel": float("nan")}, "scenes[s].meters_per_pixel"),
+        ({"origin": [0, 1e308]}, "scenes[s]"),
+        ({"floor_y": "high"}, "scenes[s]"),
+    ],
+)
+def test_map_placement_is_checked_naming_the_scene(tmp_path, entry, key):
+    from eqagen.core import ConfigError
+    from eqagen.generators.navigation.backend import hm3d_scene_from_entry
+
+    np.save(tmp_path / "nav.npy", np.ones((4, 4), bool))
+    with pytest.raises(ConfigError) as err:
+        hm3d_scene_from_entry({"scene_id": "s", "topdown_binary": str(tmp_path / "nav.npy"), **entry})
+    assert err.value.key == key
+
+
+@pytest.mark.parametrize("n_scenes", [True, 0, 10**15, "many"])
+def test_n_scenes_of_the_embedded_backends_is_a_bounded_count(n_scenes):
+    from eqagen.core import ConfigError
+
+    for family in ("navigation", "blockworld"):
+        with pytest.raises(ConfigError) as err:
+            get_backend(family, "embedded").plan(4, 0, {"n_scenes": n_scenes})
+        assert err.value.key == "generation.params.n_scenes"

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from eqagen.core import DataFileError
+from eqagen.core.limits import MAX_STEPS, bounded_int
 
 DEFAULT_OUT_INDEX = "alfred-catalog"
 
@@ -26,27 +27,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="alfred_command", required=True)
     r = sub.add_parser("replay", help="replay every expert trajectory under ROOT; writes episodes and fidelity.json")
     _common(r)
-    r.add_argument("--limit", type=int, help="replay at most this many trajectories")
+    r.add_argument("--limit", type=bounded_int(1, None), help="replay at most this many trajectories")
     r.set_defaults(func=run_replay)
     f = sub.add_parser("film", help="FILM mode: the FILM-like agent on FILM's parse of each instruction")
     _common(f)
     f.add_argument("--parses", type=Path, help="FILM parse JSON (default: by split under $EQAGEN_REALDATA/film)")
     f.add_argument("--catalog", type=Path, help="scene catalog directory (default: index ROOT's parent on the fly)")
-    f.add_argument("--max-steps", type=int, default=250)
-    f.add_argument("--limit", type=int)
+    f.add_argument("--max-steps", type=bounded_int(1, MAX_STEPS), default=250,
+                   help=f"step limit of one episode, 1 to {MAX_STEPS:,} (default 250, as FILM)")  # fmt: skip
+    f.add_argument("--limit", type=bounded_int(1, None), help="run at most this many trajectories")
     f.set_defaults(func=run_film)
     i = sub.add_parser("index", help="stream over ROOT and write a scene catalog per floor plan")
-    i.add_argument("root", type=Path)
-    i.add_argument("--out", type=Path, default=Path(DEFAULT_OUT_INDEX))
+    i.add_argument("root", type=Path, help="a directory holding traj_data.json files (any depth)")
+    i.add_argument("--out", type=Path, default=Path(DEFAULT_OUT_INDEX),
+                   help=f"the catalog directory to write (default {DEFAULT_OUT_INDEX})")  # fmt: skip
     i.add_argument("--layouts", type=Path, help="ALFRED layouts directory (for coverage); optional")
     i.set_defaults(func=run_index)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("root", type=Path, help="a directory holding traj_data.json files (any depth)")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the directory to write episodes and statistics to")
     p.add_argument("--layouts", type=Path, help="ALFRED layouts (default: $EQAGEN_REALDATA/alfred/layouts)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
 
 
 def _write_json(data: object, path: Path) -> None:

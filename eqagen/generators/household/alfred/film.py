@@ -93,8 +93,10 @@ def read_film_parses(path: str | os.PathLike[str]) -> dict[str, FilmParse]:
         raw = json.loads(path.read_text())
     except FileNotFoundError as exc:
         raise DataFileError(path, None, "FILM parse file not found", "see $EQAGEN_REALDATA/film") from exc
-    except json.JSONDecodeError as exc:
-        raise DataFileError(path, None, f"not valid JSON ({exc})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise DataFileError(path, None, f"not valid JSON ({exc})"[:300], "pass FILM's parse file") from None
+    except OSError as exc:
+        raise DataFileError(path, None, f"cannot read: {exc.strerror or exc}", "pass FILM's parse file") from None
     if not isinstance(raw, dict):
         raise DataFileError(path, None, "expected an object: instruction -> parameters")
     return {k: _parse_entry(k, v, path) for k, v in raw.items()}

@@ -11,6 +11,10 @@ The layouts (ALFRED's ``gen/layouts``) give per floor plan the reachable ``(x, z
 types present and, for openable/receptacle objects, their objectId and an interaction pose.
 AI2-THOR objectIds encode the object's position: ``Type|x|y|z`` (``Sink|x|y|z|SinkBasin`` for a
 sub-object, ``Apple|x|y|z|AppleSliced_2`` for a slice).
+
+Every position, rotation and interaction pose must be a finite number within
+:data:`~eqagen.core.limits.MAX_COORDINATE` (``NaN`` and ``1e308`` are errors naming the field), and a
+layout's reachable points must span a grid of at most :data:`~eqagen.core.limits.MAX_GRID_CELLS` cells.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import numpy as np
 
 from eqagen.core import DataFileError
 from eqagen.core.errors import malformed_file
+from eqagen.core.limits import check_npy_size, checked_coordinates, checked_grid_cells
+from eqagen.generators.household.scene import GRID_SIZE
 from eqagen.generators.household.tasks import TASK_TYPES
 
 LAYOUTS_HINT = (
@@ -55,6 +61,7 @@ def parse_object_id(object_id: str, source: object = "<objectId>") -> ParsedId:
         pos = (float(parts[1]), float(parts[2]), float(parts[3]))
     except ValueError as exc:
         raise DataFileError(source, "objectId", f"'{object_id}' has a non-numeric coordinate") from exc
+    checked_coordinates(pos, source, f"objectId {object_id[:80]}")
     suffix = "|".join(parts[4:])
     obj_type = suffix.split("_")[0] if suffix else parts[0]
     return ParsedId(object_id, obj_type, pos, parts[0], suffix)
@@ -135,12 +142,18 @@ def _parse_pose(raw: Any, path: Path, i: int) -> ObjectPose:
         raise DataFileError(
             path, where, f"malformed pose ({exc!r})", "each pose needs objectName and position x/y/z"
         ) from exc
+    checked_coordinates(pos, path, f"{where}.position")
+    checked_coordinates(rot, path, f"{where}.rotation")
     return ObjectPose(name, name.split("_")[0], pos, rot)
 
 
 def _parse_init_action(raw: Any, path: Path) -> dict[str, Any]:
-    if not isinstance(raw, dict) or any(k not in raw for k in ("x", "y", "z", "rotation", "horizon")):
+    keys = ("x", "y", "z", "rotation", "horizon")
+    if not isinstance(raw, dict) or any(k not in raw for k in keys):
         raise DataFileError(path, "scene.init_action", "needs x, y, z, rotation and horizon (a TeleportFull)")
+    with malformed_file(path, "scene.init_action", "x, y, z, rotation and horizon are numbers"):
+        values = [float(raw[k]) for k in keys]
+    checked_coordinates(values, path, "scene.init_action")
     return raw
 
 
@@ -278,6 +291,7 @@ def _read_json(path: Path, what: str) -> Any:
 def _read_reachable(path: Path) -> np.ndarray:
     if not path.is_file():
         raise DataFileError(path, "layout", "layout file not found", LAYOUTS_HINT)
+    check_npy_size(path, "layout")
     try:
         pts = np.load(path, allow_pickle=False)
     except Exception as exc:  # numpy's header parser raises many types (ValueError, EOFError, TokenError, ...)
@@ -286,10 +300,18 @@ def _read_reachable(path: Path) -> np.ndarray:
         raise DataFileError(path, "layout", f"expected a non-empty [K, 2] array of (x, z), got {np.shape(pts)}")
     if not (np.issubdtype(pts.dtype, np.integer) or np.issubdtype(pts.dtype, np.floating)):
         raise DataFileError(path, "layout", f"expected numbers, got dtype {pts.dtype}", LAYOUTS_HINT)
-    pts = pts.astype(np.float64)
-    if not np.isfinite(pts).all():
-        raise DataFileError(path, "layout", "holds NaN or infinite coordinates", LAYOUTS_HINT)
-    return pts
+    check_cell_extent(pts, path, "layout", LAYOUTS_HINT)
+    return pts.astype(np.float64)
+
+
+def check_cell_extent(points: np.ndarray, path: object, field: str, fix: str | None = None) -> None:
+    """The household world indexes its reachable cells densely over their bounding box: a DataFileError
+    naming ``path`` and ``field`` when ``points`` ([K, 2], metres) are not finite coordinates or span more
+    than MAX_GRID_CELLS cells."""
+    points = checked_coordinates(points, path, field, fix)
+    if len(points):
+        span = np.ptp(points.reshape(-1, 2), axis=0) / GRID_SIZE + 1
+        checked_grid_cells(tuple(int(v) for v in span), path, field, fix)
 
 
 def _parse_openable(raw: Any, path: Path) -> dict[str, tuple[float, float, float, float]]:
@@ -302,6 +324,7 @@ def _parse_openable(raw: Any, path: Path) -> dict[str, tuple[float, float, float
         parse_object_id(oid, path)
         with malformed_file(path, oid, "an interaction pose is four numbers [x, z, rotation, horizon]"):
             out[oid] = (float(pose[0]), float(pose[1]), float(pose[2]), float(pose[3]))
+        checked_coordinates(out[oid], path, oid)
     return out
 
 

@@ -28,6 +28,7 @@ from eqagen.generators.household.alfred.reader import (
     AlfredTrajectory,
     Layout,
     ParsedId,
+    check_cell_extent,
     format_object_id,
     parse_object_id,
 )
@@ -284,8 +285,10 @@ def build_alfred_scene(
                 "expert" if obj.object_id in fixed else ("inferred" if obj.parent else "none")
             )
     cells, out.added_cells = merge_cells(layout.reachable, expert_cells(traj))
+    check_cell_extent(cells, traj.path, "plan.low_actions", "the expert's moves (moveMagnitude) are damaged")
     if extra_cells is not None:
         cells, n = merge_cells(cells, extra_cells)
+        check_cell_extent(cells, "the scene catalog", "cells", "rebuild the catalog with `eqagen alfred index`")
         out.added_cells += n
     out.scene = _assemble(traj, cells, objects)
     return out

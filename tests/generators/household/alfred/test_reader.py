@@ -117,3 +117,53 @@ def test_every_real_trajectory_and_layout_reads(valid_seen: Path, tests_seen: Pa
     for t in valid[:40]:
         lay = read_layout(t.floor_plan, layouts)
         assert lay.reachable.shape[1] == 2 and np.all(np.abs(lay.reachable * 4 - np.round(lay.reachable * 4)) < 1e-6)
+
+
+@pytest.mark.parametrize("value", [float("nan"), 1e308, float("-inf")])
+@pytest.mark.parametrize(
+    ("place", "field"),
+    [
+        (lambda d, v: d["scene"].update(object_poses=[{"objectName": "Apple_1", "position": {"x": v, "y": 0, "z": 0}}]),
+         "scene.object_poses[0].position"),
+        (lambda d, v: d["scene"].update(object_poses=[
+            {"objectName": "Apple_1", "position": {"x": 0, "y": 0, "z": 0}, "rotation": {"x": 0, "y": v, "z": 0}}
+        ]), "scene.object_poses[0].rotation"),
+        (lambda d, v: d["scene"].update(init_action={"x": 0, "y": 0.9, "z": v, "rotation": 0, "horizon": 30}),
+         "scene.init_action"),
+    ],
+)  # fmt: skip
+def test_non_finite_or_huge_poses_are_refused_naming_the_field(tiny_traj: Path, place, field: str, value: float):
+    """A NaN or 1e308 position used to be read and written into the episodes."""
+    d = json.loads(tiny_traj.read_text())
+    place(d, value)
+    tiny_traj.write_text(json.dumps(d))  # JSON's NaN and Infinity tokens, as json.dumps writes them
+    with pytest.raises(DataFileError) as err:
+        read_trajectory(tiny_traj)
+    assert err.value.field == field and err.value.path == str(tiny_traj)
+    assert "finite" in str(err.value) or "beyond" in str(err.value)
+
+
+def _layout_files(directory: Path, points: np.ndarray) -> None:
+    np.save(directory / "FloorPlan9-layout.npy", points)
+    (directory / "FloorPlan9-objects.json").write_text(json.dumps(["Apple"]))
+    (directory / "FloorPlan9-openable.json").write_text(json.dumps({}))
+
+
+def test_layout_with_huge_coordinates_is_refused_before_any_grid_is_built(tmp_path: Path):
+    """Two points 100 km apart once made the household world allocate a dense grid of 47.7 GiB."""
+    _layout_files(tmp_path, np.array([[0.0, 0.0], [0.25, 0.0], [99_000.0, 99_000.0]]))
+    with pytest.raises(DataFileError, match="cells, more than") as err:
+        read_layout("FloorPlan9", tmp_path)
+    assert err.value.field == "layout" and err.value.path.endswith("FloorPlan9-layout.npy")
+    _layout_files(tmp_path, np.array([[0.0, 0.0], [1e308, 0.0]]))
+    with pytest.raises(DataFileError, match="beyond"):
+        read_layout("FloorPlan9", tmp_path)
+
+
+def test_layout_whose_header_states_more_than_the_file_holds_is_refused(tmp_path: Path):
+    _layout_files(tmp_path, np.zeros((4, 2)))
+    path = tmp_path / "FloorPlan9-layout.npy"
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"(4, 2)", b"(9999999, 2)".ljust(6)[:12], 1).replace(b" " * 6 + b"\n", b"\n", 1))
+    with pytest.raises(DataFileError, match=r"states an array of shape \(9999999, 2\)"):
+        read_layout("FloorPlan9", tmp_path)
