@@ -43,7 +43,7 @@ EXIT_STATUSES = {
     EXIT_FAILED: "a check failed, or the command could not do what was asked (no question survived, an "
     "internal error); the line says why",
     EXIT_BAD_INPUT: "bad input: a config, file or argument is wrong; the line names it and the fix",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C); `generate` resumes when run again",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); `generate`, `paraphrase` and `resplit` resume when run again",
     EXIT_BROKEN_PIPE: "the reader of the output went away (`eqagen ... | head`); nothing is said",
     EXIT_TERMINATED: "terminated (SIGTERM); workers are stopped, `generate` resumes when run again",
 }
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    resumes = "; run the same command again to resume" if args.command == "generate" else ""
+    resumes = "; run the same command again to resume" if args.command in ("generate", "paraphrase", "resplit") else ""
     try:
         with sigterm_as_exit():
             status = int(args.func(args) or 0)
