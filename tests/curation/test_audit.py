@@ -91,8 +91,8 @@ def test_files_outside_the_tables_are_not_shards(dataset):
     stray.write_bytes(b"checkpoint")
     _, checks = audit_dir(dataset)
     assert all(c.ok for c in checks if "shards" in c.name)
-    extra = dataset / "questions" / "split=train" / "part-09999.parquet"
-    extra.write_bytes((dataset / "questions" / "split=val" / "part-00000.parquet").read_bytes())
+    extra = dataset / "questions" / "train-00001-of-00002.parquet"
+    extra.write_bytes((dataset / "questions" / "val-00000-of-00001.parquet").read_bytes())
     _, checks = audit_dir(dataset)
     assert {c.name for c in checks if not c.ok} >= {"no unlisted shards"}
 
