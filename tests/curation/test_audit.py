@@ -112,3 +112,30 @@ def test_against_openeqa_prints_categories_side_by_side(dataset, realdata):
         share = theirs["openeqa_category"][category] / 1636
         line = next(line for line in text.splitlines() if line.strip().startswith(category))
         assert line.split()[-1] == f"{share:.3f}"
+
+
+def test_a_manifest_whose_row_counts_were_edited_fails_the_audit(dataset, capsys):
+    from eqagen.cli import main
+
+    before = {c.name for c in audit_dir(dataset)[1] if not c.ok}  # the random fixture is not balanced
+    assert "row counts match the manifest" not in before
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["shards"][0]["rows"] += 5  # a shard's count, and the totals to match: only the shard can tell
+    manifest["rows"]["questions"]["test"] += 5
+    manifest["rows"]["questions_total"] += 5
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    _, checks = audit_dir(dataset)
+    failed = {c.name: c.detail for c in checks if not c.ok}
+    assert set(failed) - before == {"row counts match the manifest"}
+    assert (
+        "holds" in failed["row counts match the manifest"]
+        and manifest["shards"][0]["path"] in failed["row counts match the manifest"]
+    )
+    assert main(["audit", str(dataset)]) == 1
+    assert "FAILED  row counts match the manifest" in capsys.readouterr().out
+    manifest["rows"]["episodes"] += 1  # a total alone
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    assert (
+        "rows.episodes is 21, its shards hold 20"
+        in {c.name: c.detail for c in audit_dir(dataset)[1]}["row counts match the manifest"]
+    )

@@ -289,3 +289,40 @@ def test_a_kill_at_every_rename_over_an_older_dataset_then_a_rerun_gives_the_new
     _, n_points = kill_over_older_and_rerun(tmp_path, older, newer, 10**6)
     states = [kill_over_older_and_rerun(tmp_path, older, newer, at)[0] for at in range(1, n_points + 1)]
     assert set(states) == {"older", "refused"} and states[-1] == "refused", states
+
+
+# The run killed while it copies the template of Prefect's database into the output (half the bytes written).
+KILL_IN_DB_COPY = textwrap.dedent(
+    """
+    import os, shutil, signal, sys
+    from pathlib import Path
+    import eqagen.flows.server as server
+
+    def half_copy(src, dst, *args, **kwargs):
+        data = Path(src).read_bytes()
+        Path(dst).write_bytes(data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    server.shutil = type("KillingShutil", (), {"copyfile": staticmethod(half_copy)})
+    from eqagen.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_kill_during_the_copy_of_prefects_database_does_not_break_the_reruns(reference, tmp_path) -> None:
+    from eqagen.flows.server import template_path
+
+    warm = run(tmp_path / "warm", runner="local")  # makes the template if this machine has none yet
+    assert warm.returncode == 0 and template_path().exists(), warm.stderr[-2000:]
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", KILL_IN_DB_COPY, "generate", "demo", "--out", str(out), "--runner", "local", *CONFIG]
+    killed = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / ".eqagen" / "prefect" / "prefect.db").exists()
+    assert_no_server_left(out)
+    for extra in ((), ("--fresh",)):
+        rerun = run(out, *extra, runner="local")
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert shard_digests(out) == shard_digests(reference)
