@@ -110,7 +110,8 @@ def test_resume_is_announced_first_and_the_bar_starts_there(tmp_path, capsys, mo
     class Recording(progress.BatchProgress):
         def __init__(self, total: int, completed: int = 0, enabled: bool = True):
             super().__init__(total, completed, enabled)
-            bars.append({"total": total, "completed": completed, "advanced": 0})
+            shown = self.progress.tasks[0]  # what the bar shows before the first batch of this run
+            bars.append({"total": shown.total, "completed": shown.completed, "advanced": 0})
 
         def advance(self, _=None) -> None:
             bars[-1]["advanced"] += 1
