@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import math
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -71,7 +69,12 @@ def _version() -> str:
 def register_generate(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("generate", help="generate a dataset from a preset or a YAML config")
     p.add_argument("config", help="a preset name (see `eqagen presets`) or a path to a YAML config")
-    p.add_argument("--out", type=Path, required=True, help="output directory (created; a rerun resumes)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="output directory (created; a rerun of the same config resumes; a folder holding another "
+                   "config's dataset or files eqagen did not write is refused)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a dataset in --out made with another config (only the files its manifest "
+                   "lists; files eqagen did not write are never removed)")  # fmt: skip
     p.add_argument("--seed", type=int, help="override the config's seed")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set generation.n_episodes=100 (repeatable)")  # fmt: skip
@@ -84,7 +87,10 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
     p.add_argument("--api-host", help="this machine's address for the run's Prefect API, reachable by every "
                    "worker (default: 127.0.0.1, or the address on the route to a remote --address)")  # fmt: skip
-    p.add_argument("--fresh", action="store_true", help="ignore checkpoints of an earlier, interrupted run")
+    p.add_argument("--fresh", action="store_true",
+                   help="discard the checkpoints of an earlier run (and Prefect's database) first")  # fmt: skip
+    p.add_argument("--clean", action="store_true",
+                   help="remove the checkpoints (OUT/.eqagen) after a successful run")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--summary-json", type=Path, help="also write the run summary (counts, seconds per stage) here")
     p.set_defaults(func=run_generate)
@@ -126,21 +132,30 @@ def _config_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from eqagen.config import load_config
-    from eqagen.flows.checkpoints import STATE_DIR
+    from eqagen.config import config_hash, load_config
+    from eqagen.flows.checkpoints import remove_run_state, run_state_bytes
+    from eqagen.flows.pipeline import count_batches
     from eqagen.flows.progress import BatchProgress, print_summary
     from eqagen.flows.runlog import run_log
+    from eqagen.outputs.folder import claim_output
 
     config = with_usable_workers(load_config(args.config, _config_overrides(args), seed=args.seed))
     out_dir = args.out.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if args.fresh:
-        shutil.rmtree(out_dir / STATE_DIR / "batches", ignore_errors=True)
-    n_batches = math.ceil(config.generation.n_episodes / config.generation.batch_size)
-    start = time.perf_counter()
-    with run_log(out_dir) as log, BatchProgress(n_batches, config.runner.progress, log.console) as progress:
-        summary = _run(config, out_dir, progress.advance, log)
-    print_summary(summary, config, time.perf_counter() - start)
+    with claim_output(out_dir, config_hash(config), overwrite=args.overwrite, command=f"generate {args.config}"):
+        if args.fresh:
+            remove_run_state(out_dir)
+        done, n_batches = count_batches(config, out_dir)
+        if done:
+            print(f"resuming: {done} of {n_batches} batches done (checkpoints in {out_dir}/.eqagen)", file=sys.stderr)
+        start = time.perf_counter()
+        with (
+            run_log(out_dir) as log,
+            BatchProgress(n_batches, done, config.runner.progress, log.console) as progress,
+        ):
+            summary = _run(config, out_dir, progress.advance, log)
+        if args.clean:
+            remove_run_state(out_dir)
+    print_summary(summary, config, time.perf_counter() - start, run_state_bytes(out_dir))
     if args.summary_json:
         from eqagen.outputs.manifest import write_json_atomic
 
@@ -178,12 +193,12 @@ def _run(config: Any, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
         from eqagen.flows.pipeline import generate_inline
 
         return generate_inline(config, out_dir, on_batch=on_batch)
-    from eqagen.flows.checkpoints import STATE_DIR
     from eqagen.flows.server import LocalPrefectServer, api_host, apply_prefect_environment, free_port, sigterm_as_exit
+    from eqagen.outputs.folder import state_dir
 
     started = time.perf_counter()
     host = api_host(config.runner)  # 127.0.0.1 unless workers on other machines must reach the API
-    home, port = out_dir / STATE_DIR / "prefect", free_port(host)
+    home, port = state_dir(out_dir) / "prefect", free_port(host)
     apply_prefect_environment(home, port, host)  # before prefect is imported
     server = LocalPrefectServer(home, port, host=host, notify=log.note, fail=log.error)
     with sigterm_as_exit():

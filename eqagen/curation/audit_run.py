@@ -1,7 +1,9 @@
 """``eqagen audit``: recompute a dataset's statistics from its shards and check them.
 
-Checks: every shard's sha256 and row count against ``manifest.json``; ``stats.json`` against the
-recomputed statistics; per-question balance; no question (balance key) in two splits. With
+Checks: the folder against ``manifest.json`` (no unlisted or missing shard, every sha256 and row count,
+the row totals, unique ids, a readable ``stats.json``: :mod:`eqagen.outputs.dataset`); ``stats.json``
+against the statistics recomputed from the listed shards; per-question balance; no question (balance
+key) in two splits. With
 ``--against`` it prints two datasets side by side: another eqagen output, or an OpenEQA-format JSON
 file such as OpenEQA's ``open-eqa-v0.json``.
 """
@@ -16,10 +18,9 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import DataFileError
-from eqagen.curation.audit import dataset_stats, sha256_file
+from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, stats_from_tables
 from eqagen.curation.validity_audit import REASONS, check_output
-
-DATASET_TABLES = ("questions", "episodes")
+from eqagen.outputs.dataset import Dataset, integrity_checks, load_dataset_folder
 
 
 @dataclass
@@ -46,27 +47,19 @@ def _load_json(path: Path) -> Any:
         ) from err
 
 
-def manifest_shards(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{relative path: {"sha256": ..., "rows": ...}}`` from the manifest's ``shards`` entry."""
-    shards = manifest.get("shards")
-    if isinstance(shards, dict):
-        return shards
-    if isinstance(shards, list):
-        return {s["path"]: s for s in shards}
-    raise DataFileError("manifest.json", "shards", "missing or not a list/mapping of shards")
+def integrity(dataset: Dataset) -> list[Check]:
+    """The dataset folder against its manifest (:func:`eqagen.outputs.dataset.integrity_checks`): no
+    unlisted or missing shard, checksums, row counts (per shard and the totals), unique ids, stats.json."""
+    return [Check(c.name, c.ok, c.detail()) for c in integrity_checks(dataset)]
 
 
-def check_shards(out_dir: Path, manifest: dict[str, Any]) -> list[Check]:
-    listed = manifest_shards(manifest)
-    # Only the dataset's own tables: a run's resume checkpoints (.eqagen/) are not shards.
-    on_disk = {p.relative_to(out_dir).as_posix() for t in DATASET_TABLES for p in (out_dir / t).rglob("*.parquet")}
-    checks = [
-        Check("no unlisted shards", not (on_disk - set(listed)), ", ".join(sorted(on_disk - set(listed)))),
-        Check("no missing shards", not (set(listed) - on_disk), ", ".join(sorted(set(listed) - on_disk))),
-    ]
-    bad = [rel for rel in sorted(set(listed) & on_disk) if sha256_file(out_dir / rel) != listed[rel]["sha256"]]
-    checks.append(Check("shard checksums match the manifest", not bad, ", ".join(bad)))
-    return checks
+def recomputed_stats(dataset: Dataset) -> dict[str, Any]:
+    """The statistics of the shards the manifest lists and that are present (a missing one is a failed check)."""
+    present = {rel: path for rel, path in dataset.shard_paths.items() if path.is_file()}
+    readable = Dataset(dataset.root, dataset.manifest, present)
+    return stats_from_tables(
+        readable.read("questions", QUESTION_COLUMNS), readable.iter_tables("episodes", EPISODE_COLUMNS)
+    )
 
 
 def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
@@ -101,19 +94,19 @@ def check_dataset(stats: dict[str, Any]) -> list[Check]:
             f"share {bal['exactly_balanced_share']}",
         ),
         Check("no question in two splits", not shared, json.dumps(shared)),
-        Check("question ids unique", leak["duplicate_question_ids"] == 0, str(leak["duplicate_question_ids"])),
     ]
 
 
 def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
     """Recomputed statistics and the checks; raises DataFileError for a directory that is no dataset."""
     out_dir = Path(out_dir)
-    manifest = _load_json(out_dir / "manifest.json")
-    checks = check_shards(out_dir, manifest)
-    recomputed = dataset_stats(out_dir)
-    if (out_dir / "stats.json").exists():
+    dataset = load_dataset_folder(out_dir)
+    checks = integrity(dataset)
+    recomputed = recomputed_stats(dataset)
+    readable = all(c.ok for c in checks if c.name == "stats.json readable")  # else that check failed already
+    if (out_dir / "stats.json").exists() and readable:
         checks.append(check_stats(_load_json(out_dir / "stats.json"), recomputed))
-    else:
+    elif readable:
         checks.append(Check("stats.json present", False, "missing"))
     checks += check_dataset(recomputed)
     return recomputed, checks

@@ -22,7 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are unchanged.",
     )
     parser.add_argument("input", type=Path, metavar="IN", help="an eqagen output directory")
-    parser.add_argument("--out", type=Path, required=True, help="a new (or empty) directory")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a new or empty directory (a rerun of the same re-split into it redoes it)")  # fmt: skip
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace another dataset in --out (only the files its manifest lists)")  # fmt: skip
     parser.add_argument("--ratios", default="0.7,0.15,0.15", help="train,val,test shares (default 0.7,0.15,0.15)")
     parser.add_argument(
         "--unseen-fraction", type=float, default=0.5, help="share of val and test from scenes unseen in train"
@@ -63,7 +66,7 @@ def run_resplit(args: argparse.Namespace) -> int:
     from eqagen.curation.resplit import resplit
 
     config = config_from_args(args)
-    stats = resplit(args.input, args.out, config, args.seed, report=not args.no_report)
+    stats = resplit(args.input, args.out, config, args.seed, report=not args.no_report, overwrite=args.overwrite)
     fractions = ", ".join(f"{k} {v:.3f}" for k, v in stats["fraction"].items())
     unseen = ", ".join(f"{k} {v:.3f}" for k, v in stats["unseen_share"].items() if k != "train" and v is not None)
     print(f"re-split {stats['records']} questions into {args.out}: {fractions}; unseen share: {unseen}")

@@ -11,7 +11,6 @@ under another one, while a run that only changes balancing, paraphrase or splits
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,16 +19,31 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eqagen.outputs.atomic import write_text_atomic
+from eqagen.outputs.folder import STATE_DIR
 from eqagen.outputs.manifest import write_json_atomic
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import write_parquet_atomic
 
 MARKER = "DONE"
-STATE_DIR = ".eqagen"
+# What a finished run leaves in OUT/.eqagen that a rerun can use: the batches, Prefect's home (run history).
+RUN_STATE = ("batches", "prefect")
 
 
 def work_dir(out_dir: Path, batches_hash: str) -> Path:
     return Path(out_dir) / STATE_DIR / "batches" / batches_hash
+
+
+def run_state_bytes(out_dir: Path) -> int:
+    """Bytes of the checkpoints and Prefect's home in ``OUT/.eqagen``."""
+    roots = [Path(out_dir) / STATE_DIR / name for name in RUN_STATE]
+    return sum(p.stat().st_size for root in roots for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def remove_run_state(out_dir: Path) -> None:
+    """``--clean``: the checkpoints and Prefect's home go; the lock (and any logs) stay."""
+    for name in RUN_STATE:
+        shutil.rmtree(Path(out_dir) / STATE_DIR / name, ignore_errors=True)
 
 
 class BatchStore:
@@ -51,12 +65,7 @@ class BatchStore:
         write_parquet_atomic(episodes, d / "episodes.parquet")
         write_parquet_atomic(questions, d / "questions.parquet")
         write_json_atomic(stats, d / "stats.json")
-        marker = d / MARKER
-        tmp = d / f".{MARKER}.tmp"
-        tmp.write_text("ok\n")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, marker)
+        write_text_atomic(d / MARKER, "ok\n")
 
     def iter_tables(
         self, batch_names: list[str], name: str, schema: pa.Schema, columns: list[str] | None = None

@@ -64,8 +64,6 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     if early:
         early.hand_over()
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)
-    for _ in finished:
-        progress.notify_batch()
     todo = [b for b in batches if b.name not in finished]
     # One task per batch, a bounded number in flight: memory and checkpoints follow the workers, not the
     # dataset (runners.run_batches_whole says why).

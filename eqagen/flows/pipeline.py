@@ -8,22 +8,21 @@ most tests call); :mod:`eqagen.flows.generate` runs the same units as Prefect ta
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from eqagen.config import batches_hash, config_hash, resolved
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
 from eqagen.flows import stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
 from eqagen.outputs.audit_files import write_audit_files
-from eqagen.outputs.manifest import build_manifest, write_manifest
+from eqagen.outputs.folder import DatasetWriter
+from eqagen.outputs.manifest import build_manifest
 from eqagen.outputs.schemas import episodes_table, questions_table
-from eqagen.outputs.shards import ShardInfo, write_shards
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
 
 BATCHED_STAGES = ("episodes", "programs")
@@ -80,6 +79,14 @@ def make_context(config: Any, out_dir: Path) -> RunContext:
     return RunContext(Path(out_dir), config.seed, h, config.questions, work_dir(out_dir, batches_hash(config)))
 
 
+def count_batches(config: Any, out_dir: Path) -> tuple[int, int]:
+    """(finished, total) batches of this config in ``out_dir``'s checkpoints, counted without planning
+    (a plan cuts ``n_episodes`` into batches of ``batch_size``), so a resume is announced at once."""
+    total = math.ceil(config.generation.n_episodes / config.generation.batch_size)
+    names = [stages.Batch(index, ()).name for index in range(total)]
+    return len(make_context(config, out_dir).store.done(names)), total
+
+
 def episodes_unit(batch: stages.Batch) -> tuple[list[Any], float]:
     start = time.perf_counter()
     episodes = stages.sample_episodes(batch)
@@ -130,16 +137,6 @@ def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_outputs(questions: pa.Table, episodes: pa.Table, out_dir: Path, rows_per_shard: int) -> list[ShardInfo]:
-    """Questions per split (``questions/split=<s>/``) and episodes from tables already in memory, as
-    checksummed shards sorted by id (a small dataset's writer; :func:`finish` streams instead)."""
-    shards: list[ShardInfo] = []
-    for split, table in stages.split_tables(questions).items():
-        shards += write_shards(table, out_dir, f"questions/split={split}", "question_id", rows_per_shard)
-    shards += write_shards(episodes, out_dir, "episodes", "episode_id", rows_per_shard)
-    return shards
-
-
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
     streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset."""
@@ -152,21 +149,24 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     kept, stage_stats = stream.select(keys, config, funnel, seconds)
     del keys  # the candidates' keys are no longer needed
     start = time.perf_counter()
-    shards, paraphrase_stats, seconds["paraphrase"] = stream.write_questions(
-        ctx.store, batch_names, kept, config, ctx.config_hash, ctx.out_dir
+    writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
+    paraphrase_stats, seconds["paraphrase"] = stream.write_questions(
+        ctx.store, batch_names, kept, config, ctx.config_hash, writer
     )
     stage_stats["paraphrase"] = paraphrase_stats
     funnel["paraphrase"] = {"in": kept.num_rows, "out": kept.num_rows, "rejected": paraphrase_stats.get("rejected", {})}
-    shards += stream.write_episodes(ctx.store, batch_names, ctx.out_dir, config.output.rows_per_shard)
-    manifest = build_manifest(resolved(config), config.seed, ctx.config_hash, shards)
-    write_manifest(manifest, ctx.out_dir)
+    stream.write_episodes(ctx.store, batch_names, writer)
+    manifest = build_manifest(resolved(config), config.seed, ctx.config_hash, writer.close())
     seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
     start = time.perf_counter()
     stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
-    questions = read_table(ctx.out_dir, "questions", QUESTION_COLUMNS)
-    episodes = iter_shards(ctx.out_dir, "episodes", EPISODE_COLUMNS)
-    write_audit_files(ctx.out_dir, questions, episodes, funnel, stage_stats, manifest)
+    questions = read_table(writer.staging, "questions", QUESTION_COLUMNS)
+    episodes = iter_shards(writer.staging, "episodes", EPISODE_COLUMNS)
+    write_audit_files(writer.staging, questions, episodes, funnel, stage_stats, manifest)
     seconds["audit"] = time.perf_counter() - start
+    start = time.perf_counter()
+    writer.commit(manifest)
+    seconds["write"] += time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],
         "candidates": funnel["programs"]["in"],
@@ -194,8 +194,9 @@ def generate_inline(config: Any, out_dir: Path, sampler: Any = None, on_batch: A
     finished = ctx.store.done(names)
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)
     for batch in batches:
-        if batch.name not in finished:
-            add_batch_seconds(summary.stage_seconds, run_batch(ctx, batch, sampler))
+        if batch.name in finished:
+            continue  # resumed: the caller's progress already counts it (checkpoints.count_finished)
+        add_batch_seconds(summary.stage_seconds, run_batch(ctx, batch, sampler))
         if on_batch:
             on_batch(batch)
     finish(config, ctx, names, summary)

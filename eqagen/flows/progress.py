@@ -39,9 +39,10 @@ def batch_listener(callback: Callable[[Any], None] | None) -> Iterator[None]:
 
 
 class BatchProgress:
-    """``with BatchProgress(n) as p: ... p.advance()`` once per finished (or resumed) batch."""
+    """``with BatchProgress(n, completed=k) as p: ... p.advance()`` once per batch finished by this run;
+    the bar starts at the ``k`` batches an earlier run had checkpointed."""
 
-    def __init__(self, total: int, enabled: bool = True, file: TextIO | None = None):
+    def __init__(self, total: int, completed: int = 0, enabled: bool = True, file: TextIO | None = None):
         """``file``: where the bar is drawn (default: standard error), on a terminal only: written to a
         file or a pipe it would be a last line before any error line."""
         console = Console(file=file, stderr=file is None)
@@ -58,7 +59,7 @@ class BatchProgress:
             redirect_stdout=False,  # nothing else is printed during the run (stderr goes to the run's log)
             redirect_stderr=False,
         )
-        self.task = self.progress.add_task("batches", total=total)
+        self.task = self.progress.add_task("batches", total=total, completed=completed)
 
     def advance(self, _: Any = None) -> None:
         self.progress.advance(self.task)
@@ -87,7 +88,12 @@ def stage_table(summary: RunSummary) -> Table:
     return table
 
 
-def print_summary(summary: RunSummary, config: Any, elapsed: float) -> None:
+def megabytes(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:.1f} MB"
+
+
+def print_summary(summary: RunSummary, config: Any, elapsed: float, state_bytes: int = 0) -> None:
+    """The run's counts, seconds per stage, the layout, and what its checkpoints weigh (``state_bytes``)."""
     console = Console()
     c = summary.counts
     per_split = ", ".join(f"{k} {v:,}" for k, v in c.get("questions", {}).items())
@@ -102,4 +108,10 @@ def print_summary(summary: RunSummary, config: Any, elapsed: float) -> None:
     )
     console.print(stage_table(summary))
     console.print(f"done in {elapsed:.1f} s; output: {summary.out_dir}")
-    console.print("  questions/split=*/part-*.parquet, episodes/part-*.parquet, manifest.json, stats.json")
+    console.print("  questions/<split>-NNNNN-of-MMMMM.parquet, episodes/episodes-NNNNN-of-MMMMM.parquet, "
+                  "manifest.json, stats.json, report.html, README.md")  # fmt: skip
+    if state_bytes:
+        console.print(f"checkpoints: {megabytes(state_bytes)} in {summary.out_dir}/.eqagen; they let a rerun resume or "
+                      "redo the dataset-level stages; `--clean` removes them after the run")  # fmt: skip
+    else:
+        console.print(f"checkpoints: none kept in {summary.out_dir}/.eqagen (removed by --clean)")

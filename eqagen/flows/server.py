@@ -189,21 +189,41 @@ def template_path() -> Path:
 
 
 def seed_database(db: Path) -> None:
+    """A new output's database starts as a copy of the template, made atomically (temporary name, fsync,
+    rename): a kill or a full disk during the copy leaves no partial ``prefect.db`` that would break every
+    later run. A failed copy is not an error: the server then migrates a new database itself."""
     template = template_path()
-    if not db.exists() and template.exists():
-        shutil.copyfile(template, db)
+    if db.exists() or not template.exists():
+        return
+    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(template, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, db)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def save_template_database(db: Path) -> None:
-    """Snapshot a just-migrated database (SQLite's backup API: consistent while the server has it open)."""
+    """Snapshot a just-migrated database (SQLite's backup API: consistent while the server has it open).
+    Only a speed-up for later runs: a full disk or any SQLite error leaves no template and no error."""
     template = template_path()
     if template.exists() or not db.exists():
         return
     template.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
-    with contextlib.closing(sqlite3.connect(db)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
-        src.backup(dst)
-    os.replace(tmp, template)
+    try:
+        with contextlib.closing(sqlite3.connect(db)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
+            src.backup(dst)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, template)
+    except (OSError, sqlite3.Error):
+        tmp.unlink(missing_ok=True)
 
 
 def drain_prefect_workers(timeout: float = 5.0) -> None:

@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from eqagen.core import SPLITS, Episode, QARecord, derive_rng
+from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.curation.balance import balance
 from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
@@ -143,11 +142,3 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     if missing:
         raise ValueError(f"a dataset stage dropped columns {missing}")
     return table.select(schema.names).cast(schema)
-
-
-def split_tables(table: pa.Table) -> dict[str, pa.Table]:
-    """The questions table per split: train, val and test always (an empty split is an empty table, so
-    the layout and the dataset card never miss one), then any other value, sorted."""
-    others = sorted(set(table["split"].to_pylist()) - set(SPLITS))
-    values = [*SPLITS, *others]
-    return {v: table.filter(pc.equal(table["split"], v)) for v in values}

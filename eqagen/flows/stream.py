@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,12 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eqagen.core import SPLITS
 from eqagen.curation.columns import joined_list_column
 from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore
+from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
-from eqagen.outputs.shards import ShardInfo, ShardWriter
 from eqagen.paraphrase.stage import POOL_COLUMNS, ChunkedParaphrase, pool_question_ids, uses_llm
 from eqagen.paraphrase.tables import records_from_table
 
@@ -165,39 +162,14 @@ def example_pool(store: BatchStore, batch_names: list[str], kept: pa.Table, conf
     return records_from_table(pa.concat_tables(rows)) if rows else []
 
 
-@dataclass
-class QuestionWriters:
-    """One streaming shard writer per split (train, val and test always, then any other split value)."""
-
-    out_dir: Path
-    rows_per_shard: int
-    split_values: list[str]
-    writers: dict[str, ShardWriter] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        values = [*SPLITS, *sorted(set(self.split_values) - set(SPLITS))]
-        for value in values:
-            subdir = f"questions/split={value}"
-            self.writers[value] = ShardWriter(self.out_dir, subdir, self.rows_per_shard, QUESTIONS_SCHEMA)
-
-    def add(self, table: pa.Table) -> None:
-        for value, part in stages.split_tables(table).items():
-            self.writers[value].add(part)
-
-    def close(self) -> list[ShardInfo]:
-        return [info for writer in self.writers.values() for info in writer.close()]
-
-
 def write_questions(
-    store: BatchStore, batch_names: list[str], kept: pa.Table, config: Any, config_hash: str, out_dir: Path
-) -> tuple[list[ShardInfo], dict[str, Any], float]:
-    """Stream the kept questions into their shards, paraphrasing chunk by chunk; returns the shards, the
+    store: BatchStore, batch_names: list[str], kept: pa.Table, config: Any, config_hash: str, writer: DatasetWriter
+) -> tuple[dict[str, Any], float]:
+    """Stream the kept questions into the writer's shards, paraphrasing chunk by chunk; returns the
     paraphrase stage's statistics and the seconds spent paraphrasing."""
     section = getattr(config, "paraphrase", None)
     examples = example_pool(store, batch_names, kept, config_hash) if uses_llm(section) else None
     paraphrase = ChunkedParaphrase(section, config.seed, examples)
-    splits = pc.unique(kept["split"]).to_pylist() if kept.num_rows else []
-    writers = QuestionWriters(Path(out_dir), config.output.rows_per_shard, splits)
     start = time.perf_counter()
     rows = chunks(kept_rows(store, batch_names, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
     from eqagen.flows.pool import active_pool  # here: the pool module imports the pipeline, which imports this
@@ -205,16 +177,14 @@ def write_questions(
     pool = active_pool()  # the processes runner's warm workers, idle once the batches are done
     workers = max(1, int(getattr(config.runner, "workers", 1)))
     for chunk in paraphrase.map(rows, workers, executor=pool.executor if pool else None):
-        writers.add(stages.conform(chunk, QUESTIONS_SCHEMA))
+        writer.add_questions(stages.conform(chunk, QUESTIONS_SCHEMA))
     paraphrase_s = time.perf_counter() - start  # reading and writing the rows included: they overlap
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     stats = {**paraphrase.stats(), "implementation": where, "rows_in": kept.num_rows, "rows_out": kept.num_rows}
-    return writers.close(), stats, paraphrase_s
+    return stats, paraphrase_s
 
 
-def write_episodes(store: BatchStore, batch_names: list[str], out_dir: Path, rows_per_shard: int) -> list[ShardInfo]:
-    """Every batch's episodes, in batch order, into ``episodes/part-NNNNN.parquet``."""
-    writer = ShardWriter(out_dir, "episodes", rows_per_shard, EPISODES_SCHEMA)
+def write_episodes(store: BatchStore, batch_names: list[str], writer: DatasetWriter) -> None:
+    """Every batch's episodes, in batch order, into the writer's episode shards."""
     for table in store.iter_tables(batch_names, "episodes", EPISODES_SCHEMA):
-        writer.add(table)
-    return writer.close()
+        writer.add_episodes(table)

@@ -6,7 +6,7 @@ always made the same way from the tables just written.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,17 @@ from eqagen.outputs.report import write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 
 
-def previous_stats(in_dir: Path) -> dict[str, Any]:
-    """The input directory's stats.json (``{}`` if it has none), whose funnel a derived dataset keeps."""
-    path = Path(in_dir) / "stats.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+def inherited_stats(stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The funnel and the stage statistics that a derived dataset (re-split, paraphrased) keeps from its
+    input's stats.json; each ``{}`` where the input has none (or not a mapping)."""
+    funnel, stages = stats.get("funnel"), stats.get("stages")
+    return (dict(funnel) if isinstance(funnel, dict) else {}), (dict(stages) if isinstance(stages, dict) else {})
 
 
 def write_audit_files(
     out_dir: Path,
     questions: pa.Table,
-    episodes: pa.Table,
+    episodes: pa.Table | Iterable[pa.Table],
     funnel: dict[str, Any],
     stage_stats: dict[str, Any],
     manifest: dict[str, Any],

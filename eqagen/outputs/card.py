@@ -1,7 +1,8 @@
 """The dataset card: ``README.md`` in the output, with Hugging Face YAML front matter.
 
-The front matter declares two configs (``questions`` with its splits, and ``episodes``) so that
-``datasets.load_dataset(DIR, "questions")`` finds the shards, and the features of every column.
+The front matter declares two configs (``questions``, the default, with its splits, and ``episodes``)
+so that ``datasets.load_dataset(DIR)`` finds the questions' shards (``questions/<split>-*.parquet``)
+and ``load_dataset(DIR, "episodes")`` the episodes', and the features of every column.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import jinja2
 import pyarrow as pa
 import yaml
+
+from eqagen.outputs.atomic import write_text_atomic
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("eqagen", "templates/report"),
@@ -49,7 +52,7 @@ def front_matter(splits: list[str], questions_schema: pa.Schema, episodes_schema
             {
                 "config_name": "questions",
                 "default": True,
-                "data_files": [{"split": s, "path": f"questions/split={s}/*.parquet"} for s in splits],
+                "data_files": [{"split": s, "path": f"questions/{s}-*.parquet"} for s in splits],
             },
             {"config_name": "episodes", "data_files": [{"split": "train", "path": "episodes/*.parquet"}]},
         ],
@@ -81,7 +84,5 @@ def render_card(
 
 def write_card(text: str, out_dir: Path) -> Path:
     path = Path(out_dir) / "README.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)
     return path

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import ConfigError, DataFileError, Episode, QARecord
+from eqagen.outputs.atomic import write_text_atomic
+from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.readers import iter_episodes, read_questions
 
 
@@ -90,7 +92,8 @@ def express_record(question: QARecord, trajectory: dict[str, Any]) -> dict[str, 
 
 
 def express_records(out_dir: Path, split: str | None = None) -> list[dict[str, Any]]:
-    every = read_questions(Path(out_dir), split)
+    dataset = open_dataset(Path(out_dir))  # verified once, read twice
+    every = read_questions(dataset, split)
     questions = [q for q in every if q.family == "navigation"]
     if not questions:
         families = ", ".join(sorted({q.family for q in every})) or "no"
@@ -101,9 +104,7 @@ def express_records(out_dir: Path, split: str | None = None) -> list[dict[str, A
             "openeqa, jsonl",
         )
     wanted = {q.episode_id for q in questions}
-    trajectories = {
-        ep.episode_id: trajectory_fields(ep) for ep in iter_episodes(Path(out_dir)) if ep.episode_id in wanted
-    }
+    trajectories = {ep.episode_id: trajectory_fields(ep) for ep in iter_episodes(dataset) if ep.episode_id in wanted}
     missing = wanted - set(trajectories)
     if missing:
         raise DataFileError(
@@ -119,9 +120,5 @@ def express_records(out_dir: Path, split: str | None = None) -> list[dict[str, A
 def export_express(out_dir: Path, dest: Path, split: str | None = None) -> int:
     """Write EXPRESS-Bench records of the dataset in ``out_dir`` to ``dest`` (JSON); returns their number."""
     records = express_records(out_dir, split)
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(dest)
+    write_text_atomic(Path(dest), json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     return len(records)

@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow.compute as pc
 
 from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError
-from eqagen.curation.audit import read_table
+from eqagen.outputs.atomic import write_text_atomic
+from eqagen.outputs.dataset import open_dataset
 
 EXPORT_FORMATS = ("openeqa", "jsonl", "express")
 OPENEQA_COLUMNS = (
@@ -32,7 +33,9 @@ OPENEQA_COLUMNS = (
 
 
 def _questions(out_dir: Path, split: str | None, columns: tuple[str, ...] | None = None) -> list[dict]:
-    table = read_table(out_dir, "questions", columns)
+    """The questions of a verified dataset (:func:`open_dataset`: only the shards its manifest lists, with
+    their checksums and row counts, ids unique), one split or all, sorted by id."""
+    table = open_dataset(Path(out_dir)).read("questions", columns)
     if split:
         present = sorted(set(table["split"].to_pylist()))
         if split not in present:
@@ -62,7 +65,7 @@ def openeqa_item(row: dict[str, Any]) -> dict[str, Any]:
 
 def export_openeqa(out_dir: Path, dest: Path, split: str | None = None) -> int:
     items = [openeqa_item(r) for r in _questions(out_dir, split, OPENEQA_COLUMNS)]
-    _write_atomic(dest, json.dumps(items, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(Path(dest), json.dumps(items, indent=2, ensure_ascii=False) + "\n")
     return len(items)
 
 
@@ -73,16 +76,8 @@ def _jsonl_lines(rows: list[dict[str, Any]]) -> Iterator[str]:
 
 def export_jsonl(out_dir: Path, dest: Path, split: str | None = None) -> int:
     rows = _questions(out_dir, split)
-    _write_atomic(dest, "".join(_jsonl_lines(rows)))
+    write_text_atomic(Path(dest), "".join(_jsonl_lines(rows)))
     return len(rows)
-
-
-def _write_atomic(dest: Path, text: str) -> None:
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(dest)
 
 
 def export(out_dir: Path, fmt: str, dest: Path, split: str | None = None) -> int:

@@ -1,4 +1,5 @@
-"""Read an output directory back: Episode and QARecord objects rebuilt from the shards alone."""
+"""Read a dataset folder back: Episode and QARecord objects rebuilt from the shards alone (the shards its
+manifest lists, verified first: :mod:`eqagen.outputs.dataset`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from eqagen.core import (
     AnswerGroup,
-    DataFileError,
     Episode,
     FilterSpec,
     Paraphrase,
@@ -21,6 +20,7 @@ from eqagen.core import (
     QuerySpec,
     ResultItem,
 )
+from eqagen.outputs.dataset import Dataset, open_dataset, read_shards
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 
 
@@ -73,38 +73,29 @@ def record_from_row(row: dict[str, Any]) -> QARecord:
     )
 
 
-def _shards(out_dir: Path, table: str, split: str | None = None) -> list[Path]:
-    base = Path(out_dir) / table
-    if split is not None:
-        base = base / f"split={split}"
-    paths = sorted(base.rglob("part-*.parquet"))
-    if not paths:
-        raise DataFileError(base, None, "no Parquet shards found", "run `eqagen generate` into this directory first")
-    return paths
+DatasetSource = Path | str | Dataset
 
 
-def read_shards(paths: list[Path], schema: pa.Schema) -> pa.Table:
-    """Shards concatenated in path order, checked against the expected schema."""
-    tables = []
-    for path in paths:
-        table = pq.read_table(path, partitioning=None)
-        if not table.schema.equals(schema, check_metadata=False):
-            raise DataFileError(path, None, "schema differs from this eqagen version's", "regenerate the dataset")
-        tables.append(table)
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+def as_dataset(source: DatasetSource) -> Dataset:
+    """A dataset already opened, or a folder opened and verified now (:func:`open_dataset`)."""
+    return source if isinstance(source, Dataset) else open_dataset(Path(source))
 
 
-def iter_episodes(out_dir: Path) -> Iterator[Episode]:
-    for path in _shards(out_dir, "episodes"):
+def iter_episodes(source: DatasetSource) -> Iterator[Episode]:
+    """The episodes of a dataset folder (verified against its manifest first), shard by shard."""
+    for path in as_dataset(source).shards("episodes"):
         for row in read_shards([path], EPISODES_SCHEMA).to_pylist():
             yield episode_from_row(row)
 
 
-def read_episodes(out_dir: Path) -> dict[str, Episode]:
-    """Every episode of an output directory, by id."""
-    return {ep.episode_id: ep for ep in iter_episodes(out_dir)}
+def read_episodes(source: DatasetSource) -> dict[str, Episode]:
+    """Every episode of a dataset folder, by id."""
+    return {ep.episode_id: ep for ep in iter_episodes(source)}
 
 
-def read_questions(out_dir: Path, split: str | None = None) -> list[QARecord]:
-    table = read_shards(_shards(out_dir, "questions", split), QUESTIONS_SCHEMA)
+def read_questions(source: DatasetSource, split: str | None = None) -> list[QARecord]:
+    """The questions of a dataset folder (verified against its manifest first), all or one split's."""
+    table = read_shards(as_dataset(source).shards("questions"), QUESTIONS_SCHEMA)
+    if split is not None:
+        table = table.filter(pc.equal(table["split"], split))
     return [record_from_row(r) for r in table.to_pylist()]

@@ -18,6 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # the backend must be chosen before this import
 
+from eqagen.outputs.atomic import write_text_atomic
+
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("eqagen", "templates/report"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -97,7 +99,5 @@ def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit")
 
 
 def write_report(stats: Mapping[str, Any], path: Path) -> Path:
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_report(stats), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(Path(path), render_report(stats))
     return path

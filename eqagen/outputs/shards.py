@@ -1,16 +1,24 @@
-"""The shard writers: fixed writer options, temporary name then rename.
+"""The shard writers: fixed writer options, Hugging Face's shard names, atomic files.
 
 Determinism: rows come in a fixed order (sorted by a unique key, or streamed in batch order), each
 shard is combined into one chunk (so no multi-threaded writer can interleave chunks), and every writer option
 that could vary is fixed here; Parquet files then carry no timestamp, so the same rows give the same
-bytes. A shard appears under its final name only when it is complete (``os.replace`` of a temporary
-file in the same directory), so a crash never leaves a half-written ``part-*.parquet``.
+bytes. A shard is written to a temporary name, fsynced and renamed (:mod:`eqagen.outputs.atomic`), so a
+crash never leaves a half-written shard.
+
+Names follow the Hugging Face convention, ``<table>/<prefix>-NNNNN-of-MMMMM.parquet`` (the prefix is the
+split of a questions shard, ``episodes`` for an episodes shard): a plain directory read
+(``pd.read_parquet("OUT/questions")``) finds no Hive partition to trip on, and the dataset card maps
+each split to ``questions/<split>-*.parquet``. The total is known only when the writer closes, so the
+shards are written as ``<prefix>-NNNNN.parquet`` and renamed then; writers work in a staging directory
+(:mod:`eqagen.outputs.folder`), where no reader looks.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eqagen.curation.audit import sha256_file
+from eqagen.outputs.atomic import atomic_path
 
 # Fixed writer options: the same table always gives the same bytes with a given pyarrow version.
 WRITER_OPTIONS = {
@@ -46,26 +55,34 @@ class ShardInfo:
 
 sha256_of = sha256_file  # one implementation, shared with the audit that checks these digests
 
+# A shard's name: its prefix (a split, or "episodes"), its index and the number of shards with that prefix.
+SHARD_NAME = re.compile(r"^(?P<prefix>[A-Za-z0-9_]+)-(?P<index>[0-9]{5})-of-(?P<total>[0-9]{5})\.parquet$")
+PREFIX = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def shard_name(prefix: str, index: int, total: int) -> str:
+    return f"{prefix}-{index:05d}-of-{total:05d}.parquet"
+
+
+def shard_prefix(path: str) -> str:
+    """The prefix (split) of a shard path written by this module; ValueError for another name."""
+    match = SHARD_NAME.match(path.rsplit("/", 1)[-1])
+    if not match:
+        raise ValueError(f"'{path}' is not named <prefix>-NNNNN-of-MMMMM.parquet")
+    return match["prefix"]
+
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write to ``.<name>.tmp`` beside the target, fsync, then rename: readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        pq.write_table(table.combine_chunks(), tmp, row_group_size=ROW_GROUP_ROWS, **WRITER_OPTIONS)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as err:  # a full disk, a read-only directory: no half-written file stays behind
-        tmp.unlink(missing_ok=True)
+        with atomic_path(path) as tmp:
+            pq.write_table(table.combine_chunks(), tmp, row_group_size=ROW_GROUP_ROWS, **WRITER_OPTIONS)
+    except OSError as err:  # a full disk, a read-only directory
         if err.filename:
             raise
         # pyarrow's errors carry neither the errno nor the file name: name both for the message
         code = err.errno or (errno.ENOSPC if "No space left" in str(err) else errno.EIO)
         raise OSError(code, os.strerror(code), str(path)) from err
-    except BaseException:  # Ctrl-C and the like
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def sort_rows(table: pa.Table, key: str) -> pa.Table:
@@ -76,21 +93,25 @@ def sort_rows(table: pa.Table, key: str) -> pa.Table:
 
 
 class ShardWriter:
-    """Tables appended in order, cut into ``subdir/part-NNNNN.parquet`` shards of ``rows_per_shard`` rows as
-    they come: at most one shard's rows are held, so a dataset of any size streams through.
+    """Tables appended in order, cut into ``<table>/<prefix>-NNNNN-of-MMMMM.parquet`` shards of
+    ``rows_per_shard`` rows as they come: at most one shard's rows are held, so a dataset of any size
+    streams through. Write into an empty directory (a staging directory): :meth:`close` gives the shards
+    their final names and replaces files of those names.
 
     :meth:`close` writes the rest (an empty table still gets one, empty, shard, so every split of the
-    layout exists and has a schema) and removes shards left from an earlier run with more parts.
+    layout exists and has a schema).
     """
 
-    def __init__(self, out_dir: Path, subdir: str, rows_per_shard: int, schema: pa.Schema):
+    def __init__(self, out_dir: Path, table: str, prefix: str, rows_per_shard: int, schema: pa.Schema):
         if rows_per_shard < 1:
             raise ValueError("rows_per_shard must be at least 1")
-        self.out_dir, self.target = Path(out_dir), Path(out_dir) / subdir
+        if not PREFIX.match(prefix):
+            raise ValueError(f"shard prefix '{prefix}' must be letters, digits and underscores")
+        self.out_dir, self.target, self.table, self.prefix = Path(out_dir), Path(out_dir) / table, table, prefix
         self.rows_per_shard, self.schema = rows_per_shard, schema
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
-        self.infos: list[ShardInfo] = []
+        self.written: list[tuple[Path, int, str, int]] = []  # (path, rows, sha256, bytes) under working names
 
     def add(self, table: pa.Table) -> None:
         if table.num_rows:
@@ -100,25 +121,29 @@ class ShardWriter:
             self._write_next(self.rows_per_shard)
 
     def close(self) -> list[ShardInfo]:
-        if self.pending_rows or not self.infos:
+        if self.pending_rows or not self.written:
             self._write_next(self.pending_rows)
-        for stale in sorted(self.target.glob("part-*.parquet"))[len(self.infos) :]:
-            stale.unlink()
-        return self.infos
+        infos = []
+        for index, (path, rows, digest, size) in enumerate(self.written):
+            final = self.target / shard_name(self.prefix, index, len(self.written))
+            os.replace(path, final)
+            infos.append(ShardInfo(final.relative_to(self.out_dir).as_posix(), rows, digest, size))
+        return infos
 
     def _write_next(self, n_rows: int) -> None:
         table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
         part, rest = table.slice(0, n_rows), table.slice(n_rows)
-        path = self.target / f"part-{len(self.infos):05d}.parquet"
+        path = self.target / f"{self.prefix}-{len(self.written):05d}.parquet"
         write_parquet_atomic(part, path)
-        rel = path.relative_to(self.out_dir).as_posix()
-        self.infos.append(ShardInfo(rel, part.num_rows, sha256_of(path), path.stat().st_size))
+        self.written.append((path, part.num_rows, sha256_of(path), path.stat().st_size))
         self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
 
-def write_shards(table: pa.Table, out_dir: Path, subdir: str, sort_key: str, rows_per_shard: int) -> list[ShardInfo]:
-    """Sort ``table`` by ``sort_key`` and write it as ``subdir/part-NNNNN.parquet`` under ``out_dir``
-    (a table already in memory; :class:`ShardWriter` streams one)."""
-    writer = ShardWriter(out_dir, subdir, rows_per_shard, table.schema)
+def write_shards(
+    table: pa.Table, out_dir: Path, table_name: str, prefix: str, sort_key: str, rows_per_shard: int
+) -> list[ShardInfo]:
+    """Sort ``table`` by ``sort_key`` and write it as ``<table_name>/<prefix>-NNNNN-of-MMMMM.parquet``
+    under ``out_dir`` (a table already in memory; :class:`ShardWriter` streams one)."""
+    writer = ShardWriter(out_dir, table_name, prefix, rows_per_shard, table.schema)
     writer.add(sort_rows(table, sort_key))
     return writer.close()

@@ -18,27 +18,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from eqagen.core import stable_hash
 from eqagen.core.errors import ConfigError, DataFileError
+from eqagen.outputs.folder import claim_output
 from eqagen.paraphrase.config import OFFLINE_MODEL, ParaphraseConfig, config_from, resolve_endpoint
 from eqagen.paraphrase.errors import RunFailed
 from eqagen.paraphrase.stage import paraphrase_table
 from eqagen.paraphrase.tables import records_from_table
 
-DEFAULT_ROWS_PER_SHARD = 5000
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("paraphrase", help="paraphrase the questions of an existing dataset with an LLM")
     p.add_argument("input", type=Path, help="a dataset directory written by `eqagen generate`")
-    p.add_argument("--out", type=Path, required=True, help="new (or empty) output directory")
+    p.add_argument("--out", type=Path, required=True,
+                   help="new or empty output directory (a rerun of the same command into it resumes)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace another dataset in --out (only the files its manifest lists)")  # fmt: skip
     p.add_argument("--model", help="chat model name (needs --base-url, $OPENAI_BASE_URL or a key); "
                    f"'{OFFLINE_MODEL}' is the same as --offline; one of the two is required")  # fmt: skip
     p.add_argument("--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else OpenAI)")
@@ -91,83 +90,38 @@ def build_config(args: argparse.Namespace) -> ParaphraseConfig:
     return config_from(values)
 
 
-def _read_dataset(in_dir: Path) -> tuple[dict[str, Any], list[Any], pa.Table]:
-    from eqagen.outputs.manifest import read_manifest
-    from eqagen.outputs.readers import read_shards
+def paraphrase_dataset(
+    in_dir: Path, out_dir: Path, config: ParaphraseConfig, seed: int | None = None, overwrite: bool = False
+) -> dict:
+    """Paraphrase the dataset in ``in_dir`` into ``out_dir``; returns the stage statistics.
+
+    The input is verified before anything is written (:func:`eqagen.outputs.dataset.open_dataset`), and
+    the output folder is claimed, staged and swapped in like ``eqagen generate``'s
+    (:mod:`eqagen.outputs.folder`), so a killed run is simply run again."""
+    from eqagen.outputs.dataset import open_dataset
+    from eqagen.outputs.derived import DerivedStage, write_derived
     from eqagen.outputs.schemas import QUESTIONS_SCHEMA
-    from eqagen.outputs.shards import ShardInfo, sha256_of
 
-    if not (in_dir / "manifest.json").is_file():
-        raise DataFileError(
-            in_dir / "manifest.json", None, "no manifest", "pass a directory written by `eqagen generate`"
-        )
-    manifest = read_manifest(in_dir)
-    shards = [ShardInfo(**s) for s in manifest.get("shards", [])]
-    for shard in shards:
-        path = in_dir / shard.path
-        if not path.is_file() or sha256_of(path) != shard.sha256:
-            raise DataFileError(path, "sha256", "missing or differs from the manifest", "restore it or regenerate")
-    questions = read_shards([in_dir / s.path for s in shards if s.path.startswith("questions/")], QUESTIONS_SCHEMA)
-    return manifest, shards, questions
-
-
-def _write_dataset(
-    in_dir: Path, out_dir: Path, manifest: dict[str, Any], shards: list[Any], questions: pa.Table, config: dict
-) -> dict[str, Any]:
-    from eqagen.outputs.manifest import build_manifest, write_manifest
-    from eqagen.outputs.shards import write_shards
-
-    output = manifest.get("config", {}).get("output", {})
-    rows = int(output.get("rows_per_shard", DEFAULT_ROWS_PER_SHARD)) if isinstance(output, dict) else 5000
-    written = []
-    for split in sorted(set(questions["split"].to_pylist()) | {"train", "val", "test"}):
-        part = questions.filter(pc.equal(questions["split"], split))
-        written += write_shards(part, out_dir, f"questions/split={split}", "question_id", rows)
-    for shard in (s for s in shards if s.path.startswith("episodes/")):
-        (out_dir / shard.path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(in_dir / shard.path, out_dir / shard.path)
-        written.append(shard)
-    new_config = {**manifest.get("config", {}), "paraphrase": config}
-    new_manifest = build_manifest(new_config, manifest["seed"], manifest["config_hash"], written)
-    write_manifest(new_manifest, out_dir)
-    return new_manifest
-
-
-def _write_audit(in_dir: Path, out_dir: Path, questions: pa.Table, stats: dict[str, Any], manifest: dict) -> None:
-    """stats.json with this run's paraphrase statistics, then the dataset card and the report."""
-    from eqagen.outputs.audit_files import previous_stats, write_audit_files
-    from eqagen.outputs.readers import read_shards
-    from eqagen.outputs.schemas import EPISODES_SCHEMA
-
-    old = previous_stats(in_dir)
-    stages = {**old.get("stages", {}), "paraphrase": {"implementation": "eqagen paraphrase", **stats}}
-    episode_paths = [out_dir / s["path"] for s in manifest["shards"] if s["path"].startswith("episodes/")]
-    episodes = read_shards(episode_paths, EPISODES_SCHEMA)
-    write_audit_files(out_dir, questions, episodes, old.get("funnel", {}), stages, manifest)
-
-
-def paraphrase_dataset(in_dir: Path, out_dir: Path, config: ParaphraseConfig, seed: int | None = None) -> dict:
-    """Paraphrase the dataset in ``in_dir`` into ``out_dir``; returns the stage statistics."""
     in_dir, out_dir = Path(in_dir), Path(out_dir)
     if out_dir.resolve() == in_dir.resolve():
         raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise DataFileError(out_dir, None, "output directory is not empty", "pass a new or empty directory")
     resolve_endpoint(config)  # a model with no endpoint is an error before anything is read
-    manifest, shards, questions = _read_dataset(in_dir)
-    seed = int(manifest["seed"]) if seed is None else seed
-    train = [r for r in records_from_table(questions) if r.split == "train"]
-    questions, stats = paraphrase_table(questions, config, seed, examples=train or None)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    source = open_dataset(in_dir)
+    questions = source.read_exact("questions", QUESTIONS_SCHEMA)
+    seed = source.manifest.seed if seed is None else seed
     saved = config.model_dump(mode="json", exclude={"api_key"})
-    new_manifest = _write_dataset(in_dir, out_dir, manifest, shards, questions, saved)
-    _write_audit(in_dir, out_dir, questions, stats, new_manifest)
+    fingerprint = stable_hash("paraphrase", [s.sha256 for s in source.manifest.shards], saved, int(seed))
+    with claim_output(out_dir, fingerprint, overwrite, command="paraphrase"):
+        train = [r for r in records_from_table(questions) if r.split == "train"]
+        questions, stats = paraphrase_table(questions, config, seed, examples=train or None)
+        stage = DerivedStage("paraphrase", saved, seed, {"implementation": "eqagen paraphrase", **stats})
+        write_derived(source, out_dir, questions, stage, fingerprint)
     return stats
 
 
 def run_paraphrase(args: argparse.Namespace) -> int:
     try:
-        stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed)
+        stats = paraphrase_dataset(args.input, args.out, build_config(args), args.seed, overwrite=args.overwrite)
     except RunFailed as err:  # the input was fine, the run could not be carried out: exit 1, not 2
         print(f"eqagen: error: {err}", file=sys.stderr)
         return err.exit_code

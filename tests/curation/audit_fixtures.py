@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from eqagen.core import OPENEQA_CATEGORIES, Entities, Episode, Steps, Timeline
 from eqagen.curation.audit import sha256_file
 
+SPLITS = ("train", "val", "test")
 QUERY_TYPES = ("count", "listObjects", "getState", "getProperty", "getLocation")
 FAMILIES = ("property", "location", "state", "position", "moment")
 
@@ -65,22 +66,24 @@ def random_questions(rng: np.random.Generator, n: int, episodes: list[Episode]) 
 
 
 def write_dataset(out: Path, seed: int = 0, n_questions: int = 400) -> Path:
+    """The documented layout (questions/<split>-00000-of-00001.parquet, episodes/episodes-00000-of-00001.parquet)
+    and a manifest listing every shard with its rows and sha256, written by hand."""
     rng = np.random.default_rng(seed)
     episodes = [random_episode(rng, f"ep{i}", f"scene{i % 7}") for i in range(20)]
     rows = random_questions(rng, n_questions, episodes)
-    shards: dict[str, dict] = {}
-    for split in ("train", "val", "test"):
-        part = [r for r in rows if r["split"] == split]
-        path = out / "questions" / f"split={split}" / "part-00000.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(part), path)
-        shards[path.relative_to(out).as_posix()] = {"rows": len(part)}
-    ep_rows = [ep.to_dict() for ep in episodes]
-    path = out / "episodes" / "part-00000.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(ep_rows), path)
-    shards[path.relative_to(out).as_posix()] = {"rows": len(ep_rows)}
-    for rel, info in shards.items():
-        info["sha256"] = sha256_file(out / rel)
-    (out / "manifest.json").write_text(json.dumps({"seed": seed, "shards": shards}))
+    tables = {f"questions/{s}-00000-of-00001.parquet": [r for r in rows if r["split"] == s] for s in SPLITS}
+    tables["episodes/episodes-00000-of-00001.parquet"] = [ep.to_dict() for ep in episodes]
+    shards = []
+    for rel, part in tables.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(part), out / rel)
+        shards.append({"path": rel, "rows": len(part), "sha256": sha256_file(out / rel),
+                       "bytes": (out / rel).stat().st_size})  # fmt: skip
+    counts = {s: len(tables[f"questions/{s}-00000-of-00001.parquet"]) for s in SPLITS}
+    manifest = {
+        "format": "eqagen-dataset", "format_version": 2, "seed": seed, "config_hash": "fixture", "config": {},
+        "rows": {"episodes": len(episodes), "questions": counts, "questions_total": len(rows)},
+        "shards": shards, "files": ["stats.json"],
+    }  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest))
     return out

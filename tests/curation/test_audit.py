@@ -91,8 +91,8 @@ def test_files_outside_the_tables_are_not_shards(dataset):
     stray.write_bytes(b"checkpoint")
     _, checks = audit_dir(dataset)
     assert all(c.ok for c in checks if "shards" in c.name)
-    extra = dataset / "questions" / "split=train" / "part-09999.parquet"
-    extra.write_bytes((dataset / "questions" / "split=val" / "part-00000.parquet").read_bytes())
+    extra = dataset / "questions" / "train-00001-of-00002.parquet"
+    extra.write_bytes((dataset / "questions" / "val-00000-of-00001.parquet").read_bytes())
     _, checks = audit_dir(dataset)
     assert {c.name for c in checks if not c.ok} >= {"no unlisted shards"}
 
@@ -112,3 +112,30 @@ def test_against_openeqa_prints_categories_side_by_side(dataset, realdata):
         share = theirs["openeqa_category"][category] / 1636
         line = next(line for line in text.splitlines() if line.strip().startswith(category))
         assert line.split()[-1] == f"{share:.3f}"
+
+
+def test_a_manifest_whose_row_counts_were_edited_fails_the_audit(dataset, capsys):
+    from eqagen.cli import main
+
+    before = {c.name for c in audit_dir(dataset)[1] if not c.ok}  # the random fixture is not balanced
+    assert "row counts match the manifest" not in before
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["shards"][0]["rows"] += 5  # a shard's count, and the totals to match: only the shard can tell
+    manifest["rows"]["questions"]["test"] += 5
+    manifest["rows"]["questions_total"] += 5
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    _, checks = audit_dir(dataset)
+    failed = {c.name: c.detail for c in checks if not c.ok}
+    assert set(failed) - before == {"row counts match the manifest"}
+    assert (
+        "holds" in failed["row counts match the manifest"]
+        and manifest["shards"][0]["path"] in failed["row counts match the manifest"]
+    )
+    assert main(["audit", str(dataset)]) == 1
+    assert "FAILED  row counts match the manifest" in capsys.readouterr().out
+    manifest["rows"]["episodes"] += 1  # a total alone
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    assert (
+        "rows.episodes is 21, its shards hold 20"
+        in {c.name: c.detail for c in audit_dir(dataset)[1]}["row counts match the manifest"]
+    )

@@ -18,9 +18,9 @@ from eqagen.curation.config import BalanceConfig, SplitConfig
 from eqagen.curation.resplit import resplit
 from eqagen.curation.splits import split
 from eqagen.curation.synthetic import candidate_pool
-from eqagen.flows.pipeline import write_outputs
-from eqagen.outputs.manifest import build_manifest, read_manifest, write_json_atomic, write_manifest
-from eqagen.outputs.readers import read_shards
+from eqagen.outputs.dataset import open_dataset
+from eqagen.outputs.folder import write_dataset
+from eqagen.outputs.manifest import read_manifest, write_json_atomic
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA, episodes_table
 from tests.curation.curation_checks import assert_groups_whole, assert_split_targets
 from tests.outputs.builders import make_episode
@@ -44,10 +44,9 @@ def dataset(tmp_path_factory) -> Path:
     questions, balance_stats = balance(to_schema(pool), BalanceConfig(), seed=8)
     questions, split_stats = split(questions, SplitConfig(), seed=8)
     episodes = episodes_table([make_episode(8, f"scene-{i:05d}", index=i) for i in range(3)])
-    shards = write_outputs(questions, episodes, out_dir, ROWS_PER_SHARD)
     config = {"seed": 8, "output": {"rows_per_shard": ROWS_PER_SHARD}, "split": SplitConfig().model_dump(mode="json")}
-    manifest = build_manifest(config, 8, "cafe0123", shards)
-    write_manifest(manifest, out_dir)
+    fields = {"config": config, "seed": 8, "config_hash": "cafe0123"}
+    write_dataset(out_dir, questions, episodes, fields, ROWS_PER_SHARD)
     funnel = {"balance": {"in": pool.num_rows, "out": questions.num_rows, "rejected": balance_stats["rejected"]}}
     stats = build_stats(questions, episodes, funnel, {"balance": balance_stats, "split": split_stats})
     write_json_atomic(stats, out_dir / "stats.json")
@@ -55,8 +54,7 @@ def dataset(tmp_path_factory) -> Path:
 
 
 def questions_of(out_dir: Path) -> pa.Table:
-    paths = sorted((out_dir / "questions").rglob("part-*.parquet"))
-    table = read_shards(paths, QUESTIONS_SCHEMA)
+    table = open_dataset(out_dir).read_exact("questions", QUESTIONS_SCHEMA)
     return table.take(pc.sort_indices(table, sort_keys=[("question_id", "ascending")]))
 
 
@@ -86,13 +84,12 @@ def test_resplit_changes_only_the_split(dataset, tmp_path):
     assert_split_targets(after, (0.8, 0.1, 0.1), 0.5)
     assert stats["records"] == after.num_rows
     # episodes copied byte for byte; the new manifest's checksums describe the new files
-    assert (dataset / "episodes/part-00000.parquet").read_bytes() == (
-        tmp_path / "out/episodes/part-00000.parquet"
-    ).read_bytes()
+    episodes = "episodes/episodes-00000-of-00001.parquet"
+    assert (dataset / episodes).read_bytes() == (tmp_path / "out" / episodes).read_bytes()
     manifest = read_manifest(tmp_path / "out")
     assert manifest["rows"]["questions_total"] == after.num_rows
     assert manifest["config"]["split"]["ratios"] == [0.8, 0.1, 0.1]
-    assert manifest["resplit"]["seed"] == 3
+    assert manifest["derived"] == {"stage": "split", "seed": 3, "source_rows": read_manifest(dataset)["rows"]}
     assert manifest["config_hash"] == read_manifest(dataset)["config_hash"]
     resplit(tmp_path / "out", tmp_path / "again", SplitConfig(), seed=1, report=False)  # its manifest verifies
     saved = json.loads((tmp_path / "out" / "stats.json").read_text())
@@ -104,7 +101,7 @@ def test_resplit_changes_only_the_split(dataset, tmp_path):
 def test_damaged_shard_is_refused(dataset, tmp_path):
     copy = tmp_path / "copy"
     resplit(dataset, copy, SplitConfig(), seed=0, report=False)
-    shard = sorted((copy / "questions").rglob("part-*.parquet"))[0]
+    shard = sorted((copy / "questions").glob("*.parquet"))[0]
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))
@@ -114,6 +111,7 @@ def test_damaged_shard_is_refused(dataset, tmp_path):
     shard.unlink()
     with pytest.raises(DataFileError, match="missing"):
         resplit(copy, tmp_path / "never", SplitConfig(), seed=0)
+    assert not (tmp_path / "never").exists()
 
 
 def test_output_directory_rules(dataset, tmp_path):
@@ -122,8 +120,9 @@ def test_output_directory_rules(dataset, tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "x").write_text("x")
-    with pytest.raises(DataFileError, match="not empty"):
+    with pytest.raises(DataFileError, match="did not write"):
         resplit(dataset, busy, SplitConfig(), seed=0)
+    assert sorted(p.name for p in busy.iterdir()) == ["x"], "a refused folder is left as it was"
     with pytest.raises(DataFileError, match="manifest"):
         resplit(tmp_path, tmp_path / "o", SplitConfig(), seed=0)
 

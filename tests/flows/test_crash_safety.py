@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.test_cli import server_pids, shard_digests
+from tests.test_cli import server_pids, shard_digests, shard_paths
 
 CONFIG = ["--set", "generation.n_episodes=12", "--set", "generation.batch_size=3", "--set", "output.rows_per_shard=40",
           "--no-progress"]  # fmt: skip
@@ -51,30 +52,36 @@ WRAPPER = textwrap.dedent(
     import eqagen.outputs.shards as shards
 
     if stage == "shards":
-        class KillingOs:  # the N-th rename of the shard writer kills the run: that file is complete but unnamed
+        import eqagen.outputs.atomic as atomic
+        import eqagen.outputs.folder as folder
+
+        class KillingOs:  # the N-th rename of the dataset's writer kills the run (checkpoints not counted)
             def __getattr__(self, name):
                 return getattr(os, name)
 
             def replace(self, src, dst):
-                calls["n"] += ".eqagen" not in str(dst)  # final shards only, not the checkpoints
-                if calls["n"] == at and ".eqagen" not in str(dst):
-                    os.kill(os.getpid(), signal.SIGKILL)
+                if os.sep + "batches" + os.sep not in str(dst):
+                    calls["n"] += 1
+                    if calls["n"] == at:
+                        os.kill(os.getpid(), signal.SIGKILL)
                 return os.replace(src, dst)
 
-        shards.os = KillingOs()
+        shards.os = atomic.os = folder.os = KillingOs()
     elif stage == "checkpoint":
         killer(checkpoints, "write_json_atomic")  # the batch's stats.json, written just before DONE
     else:
         killer(stages, {"episodes": "sample_episodes", "programs": "sample_programs"}[stage])
+    import atexit
+    atexit.register(lambda: print(f"calls={calls['n']}", file=sys.stderr))  # how many kill points a run has
     from eqagen.cli import main
     sys.exit(main(sys.argv[3:]))
     """
 )
 
 
-def run_killed(out: Path, stage: str, at: int, runner: str) -> subprocess.CompletedProcess[str]:
+def run_killed(out: Path, stage: str, at: int, runner: str, *extra: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-c", WRAPPER, stage, str(at), "generate", "demo", "--out", str(out), "--runner", runner]
-    return subprocess.run([*cmd, *CONFIG], capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run([*cmd, *CONFIG, *extra], capture_output=True, text=True, timeout=600, check=False)
 
 
 def run(out: Path, *extra: str, runner: str = "inline") -> subprocess.CompletedProcess[str]:
@@ -99,8 +106,8 @@ def assert_no_server_left(out: Path) -> None:
 
 def assert_complete_and_unique(out: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
-    ids = [i for p in out.glob("questions/split=*/part-*.parquet") for i in pq.read_table(p)["question_id"].to_pylist()]
-    eps = [i for p in out.glob("episodes/part-*.parquet") for i in pq.read_table(p)["episode_id"].to_pylist()]
+    ids = [i for p in out.glob("questions/*.parquet") for i in pq.read_table(p)["question_id"].to_pylist()]
+    eps = [i for p in out.glob("episodes/*.parquet") for i in pq.read_table(p)["episode_id"].to_pylist()]
     assert len(ids) == len(set(ids)) == manifest["rows"]["questions_total"], "questions duplicated or lost"
     assert len(eps) == len(set(eps)) == 12, "episodes duplicated or lost"
     assert not [p for p in final_files(out) if p.name.endswith(".tmp")], "a temporary file was left"
@@ -123,7 +130,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.param("programs", 2, "inline", 1, marks=pytest.mark.slow),
         # inside the third batch's checkpoint, before its DONE marker
         pytest.param("checkpoint", 3, "inline", 2, marks=pytest.mark.slow),
-        ("shards", 3, "inline", N_BATCHES),  # the third file of the shard writer, written but not renamed
+        ("shards", 3, "inline", N_BATCHES),  # the third rename of the dataset writer (in staging)
     ],
 )
 def test_sigkill_then_rerun_gives_the_same_shards(reference: Path, tmp_path: Path, stage, at, runner, done_before):
@@ -133,8 +140,7 @@ def test_sigkill_then_rerun_gives_the_same_shards(reference: Path, tmp_path: Pat
     if done_before is not None:
         assert done_batches(out) == done_before
     assert not (out / "manifest.json").exists(), "a killed run has no manifest"
-    assert not [p for p in final_files(out) if p.name.startswith("part-") and p.suffix == ".parquet"
-                and pq.ParquetFile(p).metadata is None], "a partial shard under a final name"  # fmt: skip
+    assert not shard_paths(out), "no shard in the dataset folder before the run's swap"
     kept = done_batches(out)
     assert_no_server_left(out)
     rerun = run(out, "--summary-json", str(tmp_path / "s.json"))
@@ -198,7 +204,7 @@ def test_full_disk_gives_a_clear_message_and_no_partial_shard(reference: Path, t
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert "No space left on device" in proc.stderr and "fix:" in proc.stderr and "Traceback" not in proc.stderr
         assert str(out) in proc.stderr, "the message names the file"
-        assert not [p for p in final_files(out) if p.name.startswith("part-")], "no shard under a final name"
+        assert not shard_paths(out), "no shard in the dataset folder"
         assert not list(out.rglob("*.tmp")), "no temporary file left"
         filler.unlink()
         proc = run(out)  # space again: the rerun finishes from the checkpoints
@@ -212,3 +218,111 @@ def test_read_only_output_gives_a_clear_message(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert "Read-only file system" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert "choose another --out" in proc.stderr
+
+
+# --- a kill while writing over an older dataset ------------------------------------------------------
+
+OLDER, NEWER = ["--seed", "1"], ["--seed", "2", "--overwrite"]  # another config: replacing it needs --overwrite
+
+
+@pytest.fixture(scope="module")
+def older_and_newer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two finished datasets of the small config, seeds 1 and 2, each in a fresh folder."""
+    base = tmp_path_factory.mktemp("older-newer")
+    for name, args in (("older", OLDER), ("newer", NEWER)):
+        proc = run(base / name, *args)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return base / "older", base / "newer"
+
+
+def assert_whole_dataset_or_refused(out: Path, older: Path, newer: Path) -> str:
+    """The folder after a kill is the older dataset whole, the newer one whole, or refused by every eqagen
+    reader (no manifest, a journal the next command completes); returns which."""
+    from eqagen.core import DataFileError
+    from eqagen.outputs.dataset import open_dataset
+    from eqagen.outputs.readers import read_questions
+
+    if (out / "manifest.json").exists():
+        open_dataset(out)  # verified: listed shards only, checksums, row counts, ids
+        for name, reference in (("older", older), ("newer", newer)):
+            if shard_digests(out) == shard_digests(reference):
+                assert (out / "manifest.json").read_bytes() == (reference / "manifest.json").read_bytes()
+                return name
+        raise AssertionError(f"a mixed folder: {sorted(shard_digests(out))}")
+    assert (out / ".eqagen" / "commit.json").exists(), "no manifest and nothing to complete the swap"
+    with pytest.raises(DataFileError, match="no manifest"):
+        read_questions(out)
+    return "refused"
+
+
+def kill_over_older_and_rerun(tmp_path: Path, older: Path, newer: Path, at: int) -> tuple[str, int]:
+    """Copy the older dataset, run the newer config over it killed at the ``at``-th rename of the writer,
+    check the folder, rerun; returns (state after the kill, kill points of an unkilled run)."""
+    out = tmp_path / f"out-{at}"
+    shutil.copytree(older, out)
+    killed = run_killed(out, "shards", at, "inline", *NEWER)
+    if killed.returncode == 0:
+        return "finished", int(killed.stderr.rsplit("calls=", 1)[1].split()[0])
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    state = assert_whole_dataset_or_refused(out, older, newer)
+    rerun = run(out, *NEWER)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert assert_whole_dataset_or_refused(out, older, newer) == "newer"
+    assert not (out / ".eqagen" / "staging").exists() and not (out / ".eqagen" / "commit.json").exists()
+    shutil.rmtree(out)
+    return state, 0
+
+
+def test_a_kill_while_writing_over_an_older_dataset_never_leaves_a_mixed_folder(older_and_newer, tmp_path):
+    """Three kill points: while shards are staged, right after the swap's journal, and halfway through the
+    swap. Each leaves the older dataset whole or a folder every reader refuses; the rerun gives the newer."""
+    older, newer = older_and_newer
+    _, n_points = kill_over_older_and_rerun(tmp_path, older, newer, 10**6)
+    journal = n_points - len(shard_digests(newer)) - 4  # the swap: journal, shards, 3 audit files, manifest
+    states = [kill_over_older_and_rerun(tmp_path, older, newer, at)[0] for at in (2, journal + 1, journal + 3)]
+    assert states == ["older", "refused", "refused"]
+
+
+@pytest.mark.slow
+def test_a_kill_at_every_rename_over_an_older_dataset_then_a_rerun_gives_the_newer_bytes(older_and_newer, tmp_path):
+    older, newer = older_and_newer
+    _, n_points = kill_over_older_and_rerun(tmp_path, older, newer, 10**6)
+    states = [kill_over_older_and_rerun(tmp_path, older, newer, at)[0] for at in range(1, n_points + 1)]
+    assert set(states) == {"older", "refused"} and states[-1] == "refused", states
+
+
+# The run killed while it copies the template of Prefect's database into the output (half the bytes written).
+KILL_IN_DB_COPY = textwrap.dedent(
+    """
+    import os, shutil, signal, sys
+    from pathlib import Path
+    import eqagen.flows.server as server
+
+    def half_copy(src, dst, *args, **kwargs):
+        data = Path(src).read_bytes()
+        Path(dst).write_bytes(data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    server.shutil = type("KillingShutil", (), {"copyfile": staticmethod(half_copy)})
+    from eqagen.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_kill_during_the_copy_of_prefects_database_does_not_break_the_reruns(reference, tmp_path) -> None:
+    from eqagen.flows.server import template_path
+
+    warm = run(tmp_path / "warm", runner="local")  # makes the template if this machine has none yet
+    assert warm.returncode == 0 and template_path().exists(), warm.stderr[-2000:]
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", KILL_IN_DB_COPY, "generate", "demo", "--out", str(out), "--runner", "local", *CONFIG]
+    killed = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not (out / ".eqagen" / "prefect" / "prefect.db").exists()
+    assert_no_server_left(out)
+    for extra in ((), ("--fresh",)):
+        rerun = run(out, *extra, runner="local")
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert shard_digests(out) == shard_digests(reference)

@@ -19,8 +19,7 @@ from tests.outputs.builders import fixture_sampler, make_episode, make_records
 def shard_digests(out: Path) -> dict[str, str]:
     return {
         p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(out.rglob("part-*.parquet"))
-        if ".eqagen" not in p.parts
+        for p in sorted(out.glob("*/*.parquet"))
     }
 
 
@@ -47,7 +46,12 @@ def test_layout_manifest_and_checksums(tmp_path, small_config) -> None:
     for path, digest in shard_digests(tmp_path).items():
         assert listed[path]["sha256"] == digest
         assert listed[path]["rows"] == pq.read_metadata(tmp_path / path).num_rows
-    assert {p.split("/")[1] for p in listed if p.startswith("questions/")} == {"split=train", "split=val", "split=test"}
+    assert {p for p in listed if p.startswith("questions/")} == {
+        f"questions/{split}-00000-of-00001.parquet" for split in ("train", "val", "test")
+    }  # 17 rows per shard; the fixture sampler's balanced questions fit in one shard per split
+    assert [p for p in listed if p.startswith("episodes/")] == [
+        f"episodes/episodes-{k:05d}-of-00002.parquet" for k in range(2)
+    ]
     assert manifest["rows"]["episodes"] == 23 == summary.counts["episodes"]
     assert manifest["config"]["generation"]["n_episodes"] == 23 and manifest["seed"] == 0
     assert (tmp_path / "stats.json").exists()

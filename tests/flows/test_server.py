@@ -83,3 +83,70 @@ def test_template_database_is_a_consistent_copy(tmp_path, monkeypatch) -> None:
         assert con.execute("select v from alembic_version").fetchall() == [("head",)]
     server.seed_database(db)  # an existing database is never replaced
     assert db.exists()
+
+
+# A copy of the template killed halfway: the first half of the file is written, then SIGKILL.
+HALF_COPY_THEN_KILL = textwrap.dedent(
+    """
+    import os, shutil, signal, sys
+    from pathlib import Path
+    from eqagen.flows import server
+
+    def half_copy(src, dst, *args, **kwargs):
+        data = Path(src).read_bytes()
+        with open(dst, "wb") as f:
+            f.write(data[: len(data) // 2])
+            f.flush()
+            os.fsync(f.fileno())
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    shutil.copyfile = half_copy
+    server.template_path = lambda: Path(sys.argv[1])
+    server.seed_database(Path(sys.argv[2]))
+    """
+)
+
+
+def make_template(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as con:
+        con.execute("create table alembic_version (v text)")
+        con.executemany("insert into alembic_version values (?)", [(f"row {i}" * 40,) for i in range(2000)])
+    return path
+
+
+def intact(db: Path) -> bool:
+    try:
+        with sqlite3.connect(db) as con:
+            return con.execute("pragma integrity_check").fetchone() == ("ok",) and con.execute(
+                "select count(*) from alembic_version"
+            ).fetchone() == (2000,)
+    except sqlite3.DatabaseError:
+        return False
+
+
+def test_a_kill_during_the_database_copy_leaves_no_partial_database(tmp_path, monkeypatch) -> None:
+    template = make_template(tmp_path / "tpl" / "empty.db")
+    db = tmp_path / "home" / "prefect.db"
+    db.parent.mkdir()
+    proc = subprocess.run([sys.executable, "-c", HALF_COPY_THEN_KILL, str(template), str(db)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert not db.exists(), "no half-copied database under the name the server opens"
+    monkeypatch.setattr(server, "template_path", lambda: template)
+    server.seed_database(db)  # the rerun copies again
+    assert intact(db)
+
+
+def test_a_full_disk_during_the_database_copy_leaves_no_database_and_no_error(tmp_path, monkeypatch) -> None:
+    template = make_template(tmp_path / "tpl" / "empty.db")
+    monkeypatch.setattr(server, "template_path", lambda: template)
+
+    def disk_full(src, dst, *args, **kwargs):
+        Path(dst).write_bytes(Path(src).read_bytes()[:4096])
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(server.shutil, "copyfile", disk_full)
+    db = tmp_path / "home" / "prefect.db"
+    db.parent.mkdir()
+    server.seed_database(db)  # a speed-up only: the server migrates a new database itself
+    assert sorted(db.parent.iterdir()) == [], "neither a partial database nor a temporary file"

@@ -12,6 +12,7 @@ from eqagen.curation.balance import balance
 from eqagen.curation.splits import split
 from eqagen.flows import pipeline, stages, stream
 from eqagen.flows.checkpoints import BatchStore
+from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.paraphrase.stage import paraphrase_table
 from tests.outputs.builders import fixture_sampler
@@ -54,7 +55,8 @@ def test_rows_are_written_in_batch_order(tmp_path, small_config) -> None:
     store = BatchStore(pipeline.make_context(config, tmp_path).store_root)
     batch_of_episode = {e: order[name] for name in order for e in store.read_episodes([name])["episode_id"].to_pylist()}
     for split_name in ("train", "val", "test"):
-        table = read_table(tmp_path / "questions", f"split={split_name}")
+        table = open_dataset(tmp_path).read("questions")
+        table = table.filter(pc.equal(table["split"], split_name))
         batches = [batch_of_episode[e] for e in table["episode_id"].to_pylist()]
         assert batches == sorted(batches)
 

@@ -14,20 +14,18 @@ from eqagen.core import ConfigError, Paraphrase, derive_rng
 from eqagen.generators import get_backend
 from eqagen.outputs.export_express import export_express
 from eqagen.outputs.exports import export
+from eqagen.outputs.folder import write_dataset
 from eqagen.outputs.schemas import episodes_table, questions_table
-from eqagen.outputs.shards import write_shards
 from eqagen.predicates import sample_questions
 from tests.outputs.builders import make_episode
 
+MANIFEST_FIELDS = {"config": {}, "seed": 2, "config_hash": "test"}
 KEYS = {"episode_id", "trajectory_id", "scene_id", "type", "question", "answer", "start_position", "start_rotation",
         "goal_position", "goal_rotation", "geodesic_distance", "step_length", "actions"}  # fmt: skip
 
 
-def write_dataset(out: Path, episodes, records) -> None:
-    write_shards(episodes_table(episodes), out, "episodes", "episode_id", 1000)
-    for split in ("train", "test"):
-        part = [r for r in records if r.split == split]
-        write_shards(questions_table(part), out, f"questions/split={split}", "question_id", 1000)
+def write_nav_dataset(out: Path, episodes, records) -> None:
+    write_dataset(out, questions_table(records), episodes_table(episodes), MANIFEST_FIELDS, 1000)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +40,7 @@ def dataset(tmp_path_factory):
         qs, _ = sample_questions(ep, config, derive_rng(2, "questions", ep.episode_id))
         records.extend(replace(q, split="train" if i % 3 else "test") for i, q in enumerate(qs))
     records[0] = replace(records[0], paraphrase=Paraphrase("Reworded?", records[0].answer, "m", True))
-    write_dataset(out, episodes, records)
+    write_nav_dataset(out, episodes, records)
     return out, {ep.episode_id: ep for ep in episodes}, records
 
 
@@ -86,7 +84,6 @@ def test_split_and_errors(dataset, tmp_path):
     assert export_express(out, tmp_path / "t.json", split="test") == n_test
     other = tmp_path / "household"
     household = make_episode(0)
-    write_shards(episodes_table([household]), other, "episodes", "episode_id", 10)
-    write_shards(questions_table([]), other, "questions/split=train", "question_id", 10)
+    write_dataset(other, questions_table([]), episodes_table([household]), MANIFEST_FIELDS, 10)
     with pytest.raises(ConfigError, match="for navigation episodes only"):
         export_express(other, tmp_path / "x.json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from eqagen.core import derive_rng
 from eqagen.outputs.manifest import build_manifest, read_manifest, row_counts, write_manifest
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA, questions_table
-from eqagen.outputs.shards import ShardWriter, sort_rows, write_shards
+from eqagen.outputs.shards import ShardWriter, shard_name, shard_prefix, sort_rows, write_shards
 from tests.outputs.builders import make_episode, make_records
 
 
@@ -38,8 +39,8 @@ def shuffled_in_chunks(table: pa.Table, seed: int) -> pa.Table:
 def test_same_rows_in_any_order_give_identical_bytes(tmp_path_factory, seed, rows_per_shard) -> None:
     table = records_table(6)
     a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
-    infos_a = write_shards(table, a, "questions/split=train", "question_id", rows_per_shard)
-    infos_b = write_shards(shuffled_in_chunks(table, seed), b, "questions/split=train", "question_id", rows_per_shard)
+    infos_a = write_shards(table, a, "questions", "train", "question_id", rows_per_shard)
+    infos_b = write_shards(shuffled_in_chunks(table, seed), b, "questions", "train", "question_id", rows_per_shard)
     assert [i.to_dict() for i in infos_a] == [i.to_dict() for i in infos_b]
     for info in infos_a:
         assert (a / info.path).read_bytes() == (b / info.path).read_bytes()
@@ -47,8 +48,11 @@ def test_same_rows_in_any_order_give_identical_bytes(tmp_path_factory, seed, row
 
 def test_shards_are_sorted_sized_and_checksummed(tmp_path) -> None:
     table = records_table(5)
-    infos = write_shards(table, tmp_path, "questions/split=val", "question_id", 7)
-    assert [i.path for i in infos] == [f"questions/split=val/part-{k:05d}.parquet" for k in range(len(infos))]
+    infos = write_shards(table, tmp_path, "questions", "val", "question_id", 7)
+    n = len(infos)
+    assert [i.path for i in infos] == [f"questions/val-{k:05d}-of-{n:05d}.parquet" for k in range(n)]
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert left == ["questions", *sorted(i.path for i in infos)], "only final names: no working name, no temporary file"
     assert [i.rows for i in infos] == [7] * (len(infos) - 1) + [table.num_rows - 7 * (len(infos) - 1)]
     ids = []
     for info in infos:
@@ -61,16 +65,17 @@ def test_shards_are_sorted_sized_and_checksummed(tmp_path) -> None:
     assert not list(tmp_path.rglob("*.tmp")), "no temporary file is left behind"
 
 
-def test_fewer_shards_on_rewrite_removes_stale_parts(tmp_path) -> None:
-    table = records_table(5)
-    write_shards(table, tmp_path, "episodes", "question_id", 3)
-    infos = write_shards(table, tmp_path, "episodes", "question_id", 1000)
-    assert sorted(p.name for p in (tmp_path / "episodes").iterdir()) == ["part-00000.parquet"]
-    assert infos[0].rows == table.num_rows
+def test_shard_names_follow_the_hugging_face_convention() -> None:
+    assert shard_name("train", 0, 3) == "train-00000-of-00003.parquet"
+    assert shard_prefix("questions/val-00002-of-00003.parquet") == "val"
+    with pytest.raises(ValueError):
+        shard_prefix("questions/split=val/part-00000.parquet")
+    with pytest.raises(ValueError, match="letters, digits"):
+        ShardWriter(Path("."), "questions", "../x", 10, QUESTIONS_SCHEMA)  # a split value never makes a path
 
 
 def test_empty_table_gets_one_empty_shard_with_the_schema(tmp_path) -> None:
-    infos = write_shards(QUESTIONS_SCHEMA.empty_table(), tmp_path, "questions/split=test", "question_id", 10)
+    infos = write_shards(QUESTIONS_SCHEMA.empty_table(), tmp_path, "questions", "test", "question_id", 10)
     assert len(infos) == 1 and infos[0].rows == 0
     assert pq.read_schema(tmp_path / infos[0].path).equals(QUESTIONS_SCHEMA, check_metadata=False)
 
@@ -83,8 +88,8 @@ def test_duplicate_sort_keys_are_refused() -> None:
 
 def test_manifest_counts_rows_and_lists_every_shard(tmp_path) -> None:
     table = records_table(4)
-    infos = write_shards(table.slice(0, 5), tmp_path, "questions/split=train", "question_id", 2)
-    infos += write_shards(table.slice(5), tmp_path, "questions/split=val", "question_id", 100)
+    infos = write_shards(table.slice(0, 5), tmp_path, "questions", "train", "question_id", 2)
+    infos += write_shards(table.slice(5), tmp_path, "questions", "val", "question_id", 100)
     manifest = build_manifest({"seed": 3}, 3, "abc", infos)
     write_manifest(manifest, tmp_path)
     back = read_manifest(tmp_path)
@@ -103,8 +108,8 @@ def test_manifest_counts_rows_and_lists_every_shard(tmp_path) -> None:
 def test_streamed_shards_equal_the_shards_of_the_whole_table(tmp_path_factory, seed, rows_per_shard, cuts) -> None:
     table = sort_rows(records_table(6, seed), "question_id")
     whole, streamed = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("streamed")
-    expected = write_shards(table, whole, "q", "question_id", rows_per_shard)
-    writer = ShardWriter(streamed, "q", rows_per_shard, QUESTIONS_SCHEMA)
+    expected = write_shards(table, whole, "questions", "train", "question_id", rows_per_shard)
+    writer = ShardWriter(streamed, "questions", "train", rows_per_shard, QUESTIONS_SCHEMA)
     start = 0
     for size in [*cuts, table.num_rows]:  # any cut of the same rows, the rest last
         writer.add(table.slice(start, size))
@@ -114,6 +119,6 @@ def test_streamed_shards_equal_the_shards_of_the_whole_table(tmp_path_factory, s
 
 
 def test_a_streamed_empty_table_gets_one_empty_shard(tmp_path) -> None:
-    infos = ShardWriter(tmp_path, "q", 10, QUESTIONS_SCHEMA).close()
+    infos = ShardWriter(tmp_path, "episodes", "episodes", 10, QUESTIONS_SCHEMA).close()
     assert [i.rows for i in infos] == [0]
     assert pq.read_schema(tmp_path / infos[0].path).equals(QUESTIONS_SCHEMA)

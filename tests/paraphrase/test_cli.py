@@ -5,22 +5,18 @@ import json
 import pytest
 
 from eqagen.cli import main
-from eqagen.outputs.manifest import build_manifest, read_manifest, write_manifest
+from eqagen.outputs.folder import write_dataset
+from eqagen.outputs.manifest import read_manifest
 from eqagen.outputs.readers import read_questions
 from eqagen.outputs.schemas import EPISODES_SCHEMA, questions_table
-from eqagen.outputs.shards import sha256_of, write_shards
+from eqagen.outputs.shards import sha256_of
 from tests.paraphrase.chat_server import ScriptedChatServer, item_text
 from tests.paraphrase.fixtures import generated_records
 
 
-def write_dataset(root, records):
-    shards = []
-    table = questions_table(records)
-    for split in ("train", "val", "test"):
-        part = table.filter(table["split"].to_numpy(zero_copy_only=False) == split)
-        shards += write_shards(part, root, f"questions/split={split}", "question_id", 7)
-    shards += write_shards(EPISODES_SCHEMA.empty_table(), root, "episodes", "episode_id", 7)
-    write_manifest(build_manifest({"output": {"rows_per_shard": 7}}, 21, "cfg-hash", shards), root)
+def write_input(root, records):
+    fields = {"config": {"output": {"rows_per_shard": 7}}, "seed": 21, "config_hash": "cfg-hash"}
+    write_dataset(root, questions_table(records), EPISODES_SCHEMA.empty_table(), fields, 7)
 
 
 @pytest.fixture
@@ -28,7 +24,7 @@ def dataset(tmp_path):
     records = generated_records(12, seed=1, split="train") + generated_records(6, seed=2, split="val")
     for r in records[-6:]:
         r.episode_id = r.episode_id + "-val"
-    write_dataset(tmp_path / "in", records)
+    write_input(tmp_path / "in", records)
     return tmp_path / "in", records
 
 
@@ -71,8 +67,10 @@ def test_offline_and_bad_input(dataset, tmp_path, capsys):
     assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 0
     out = read_questions(tmp_path / "off")
     assert {r.paraphrase.model for r in out} == {"offline"} and all(r.paraphrase.validated for r in out)
-    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 2  # not empty
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline"]) == 0  # the same: redone
+    assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "off"), "--offline", "--seed", "5"]) == 2
     assert main(["paraphrase", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x"), "--offline"]) == 2
     assert main(["paraphrase", str(in_dir), "--out", str(tmp_path / "y"), "--offline", "--set", "temprature=0.1"]) == 2
     err = capsys.readouterr().err
-    assert "output directory is not empty" in err and "no manifest" in err and "paraphrase.temprature" in err
+    assert "another config or command" in err and "--overwrite" in err
+    assert "no such dataset folder" in err and "paraphrase.temprature" in err
