@@ -14,7 +14,7 @@ import pytest
 from eqagen.core import EXPRESS_CATEGORIES, OPENEQA_CATEGORIES, Episode, Program, QARecord, QuerySpec
 from eqagen.curation.audit_run import validity_checks
 from eqagen.curation.validity_audit import REASONS, check_output
-from eqagen.flows.pipeline import write_outputs
+from eqagen.outputs.folder import write_dataset
 from eqagen.outputs.schemas import episodes_table, questions_table
 from eqagen.predicates import REGISTRY, evaluate
 from eqagen.predicates.context import EpisodeContext
@@ -54,7 +54,11 @@ def grounded_twin(episodes: list[Episode]) -> QARecord:
 
 
 def write(out: Path, episodes: list[Episode], records: list[QARecord]) -> Path:
-    write_outputs(questions_table(records), episodes_table(episodes), out, rows_per_shard=40)
+    for r in records:
+        r.split = r.split or "train"
+    write_dataset(
+        out, questions_table(records), episodes_table(episodes), {"config": {}, "seed": 0, "config_hash": "t"}, 40
+    )
     return out
 
 
@@ -124,4 +128,4 @@ def test_the_script_and_the_audit_exit_on_violations(planted, tmp_path):
     assert all(c.ok for c in validity_checks(clean))
 
     proc = subprocess.run([*script, str(tmp_path / "nothing")], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "no Parquet shards" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert proc.returncode == 2 and "no such dataset folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
