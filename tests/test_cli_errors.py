@@ -189,7 +189,7 @@ BAD_INPUTS: list[BadInput] = [
      "generation.params={scenes: abc}"], 2, "config key 'scenes'"),
     ("blockworld biomes not a list", lambda t, d: ["generate", "demo", "--out", str(t / "o"), *INLINE, "--set",
      "generation.family=blockworld", "--set", "generation.params={biomes: 5}"], 2, "config key 'biomes'"),
-    ("audit of a file", lambda t, d: ["audit", str(_write(t / "f.txt", "x"))], 2, "f.txt/manifest.json: cannot read"),
+    ("audit of a file", lambda t, d: ["audit", str(_write(t / "f.txt", "x"))], 2, "f.txt: no such dataset folder"),
     ("FILM parses not UTF-8", lambda t, d: ["alfred", "film", *_alfred_root(t, 0.0), "--parses",
      str(_write(t / "p.json", b"\xff\xfe"))], 2, "p.json: not valid JSON"),
 ]  # fmt: skip

@@ -108,8 +108,8 @@ def test_resume_is_announced_first_and_the_bar_starts_there(tmp_path, capsys, mo
     bars: list[dict] = []
 
     class Recording(progress.BatchProgress):
-        def __init__(self, total: int, completed: int = 0, enabled: bool = True):
-            super().__init__(total, completed, enabled)
+        def __init__(self, total: int, completed: int = 0, enabled: bool = True, file=None):
+            super().__init__(total, completed, enabled, file)
             shown = self.progress.tasks[0]  # what the bar shows before the first batch of this run
             bars.append({"total": shown.total, "completed": shown.completed, "advanced": 0})
 
@@ -134,5 +134,5 @@ def test_clean_removes_the_checkpoints_and_the_summary_says_what_they_weigh(tmp_
     assert generate(cleaned, "--clean") == 0
     assert " ".join(capsys.readouterr().out.split()).endswith(f"checkpoints: none kept in {cleaned}/.eqagen "
                                                               "(removed by --clean)")  # fmt: skip
-    assert sorted(p.name for p in (cleaned / ".eqagen").iterdir()) == ["lock"]
+    assert sorted(p.name for p in (cleaned / ".eqagen").iterdir()) == ["lock", "logs"]  # the run's log stays
     assert shard_digests(cleaned) == shard_digests(kept)
