@@ -31,7 +31,7 @@ from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, view_key
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
-from eqagen.predicates.validity import violations
+from eqagen.predicates.validity import dropped_answers, event_entities, violations
 
 # While the grounded share is below target, how often the common values must include an ambiguous one: the
 # common values alone bring the household share to about 23% (target 35%), always keeping one to 33% but
@@ -249,13 +249,6 @@ def prefer_common(index: EpisodeIndex, found: list[Candidate], prefer: bool, con
     return common if common and rng.random() < config.shared_vocabulary else found
 
 
-def event_entities(spec, index: EpisodeIndex) -> set[int]:
-    """The entities of the events a moment spec names (none for other families)."""
-    if spec.family != "moment":
-        return set()
-    return {index.ctx.events[spec.args[k]].entity for k in ("event", "event2") if k in spec.args}
-
-
 def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, rng, more: int) -> int:
     """Index of one more spec that holds at the seed and keeps every filter effective, from a family
     chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
@@ -263,7 +256,7 @@ def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, r
     answers within the size limits."""
     idx = candidates(index, config, index.holding_at(seed, allowed), used)
     if q.name == "getState":  # the seed is in the answer: no moment named by its own event (validity)
-        idx = [j for j in idx if index.ctx.cell_e[seed] not in event_entities(index.specs[j], index)]
+        idx = [j for j in idx if index.ctx.cell_e[seed] not in event_entities(index.ctx, [index.specs[j]])]
     if not used:
         found = first_candidates(index, state, q, idx)
     else:
@@ -374,10 +367,19 @@ class Accepted:
         return self.grounded is not None
 
 
+@dataclass(frozen=True)
+class Answered:
+    """A valid program's answer groups, and its answers with each filter dropped (``validity.dropped_answers``:
+    its grounded twins are judged on them too)."""
+
+    groups: list[RawGroup]
+    dropped: list[list[RawGroup]]
+
+
 def check(
     index: EpisodeIndex, program: Program, config: QuestionConfig, extra: list[ForbiddenPair], seen: set
-) -> list[RawGroup] | str:
-    """The program's answer groups if it is a valid question, else the rejection reason."""
+) -> Answered | str:
+    """The program's answers if it is a valid question, else the rejection reason."""
     if program.signature() in seen:
         return "duplicate"
     if forbidden(program, extra):
@@ -392,19 +394,21 @@ def check(
     problem = answer_problem(program, groups, config)
     if problem:
         return problem
-    broken = violations(index.ctx, program, None, groups, index.selection)
-    return broken[0] if broken else groups
+    dropped = dropped_answers(index.ctx, program, index.selection)
+    broken = violations(index.ctx, program, None, groups, index.selection, dropped)
+    return broken[0] if broken else Answered(groups, dropped)
 
 
-def grounded_choice(index: EpisodeIndex, program: Program, groups: list[RawGroup], rng: Draws) -> int | None:
+def grounded_choice(index: EpisodeIndex, program: Program, answered: Answered, rng: Draws) -> int | None:
     """The group a grounded twin names: drawn among the anchored groups whose question, asked about that
     anchor alone, is valid (``validity``); None when the program names no ambiguous object or no anchor
     is valid."""
-    ctx = index.ctx
+    ctx, groups = index.ctx, answered.groups
     valid = [
         k
         for k, g in enumerate(groups)
-        if g.anchor >= 0 and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, index.selection)
+        if g.anchor >= 0
+        and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, index.selection, answered.dropped)
     ]
     return valid[rng.below(len(valid))] if valid else None
 
@@ -450,7 +454,7 @@ def sample_programs(
         if isinstance(verdict, str):
             rejections[verdict] += 1
             continue
-        acc = Accepted(program, verdict, grounded_choice(index, program, verdict, draws))
+        acc = Accepted(program, verdict.groups, grounded_choice(index, program, verdict, draws))
         problem = mix_problem(acc, config, state.mix)
         if problem:
             rejections[problem] += 1

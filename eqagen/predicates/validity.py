@@ -12,7 +12,7 @@ anchor's group only, an ungrounded one on all its groups. What a reader sees of 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,7 @@ class Asked:
     anchor: Anchor | None
     groups: list[RawGroup]
     select: Select
+    dropped: list[list[RawGroup]]  # the program's answer groups with each filter dropped in turn
 
     @property
     def yes_no(self) -> bool:
@@ -98,9 +99,15 @@ def without(program: Program, i: int) -> Program:
 def content_without(q: Asked, i: int) -> frozenset[tuple[str, ...]]:
     """The reader's content of the question's answer once filter ``i`` is dropped. Grounded: the group of
     the same anchor, unless filter ``i`` was the one naming anchors (then the answer has no anchor)."""
-    groups = evaluate_raw(q.ctx, without(q.program, i), q.select)
+    groups = q.dropped[i]
     named = any(g.anchor >= 0 for g in groups)
     return q.content(raw_groups_for(q.ctx, groups, q.anchor if named else None))
+
+
+def dropped_answers(ctx: EpisodeContext, program: Program, select: Select) -> list[list[RawGroup]]:
+    """The program's answer groups with each filter dropped in turn (what effectiveness compares): computed
+    once per program, whichever anchor its questions name."""
+    return [evaluate_raw(ctx, without(program, i), select) for i in range(len(program.filters))]
 
 
 def unchanged_without_some_filter(q: Asked) -> bool:
@@ -191,11 +198,18 @@ def answer_given_by_event(q: Asked) -> bool:
     faucet on or off before you switched off the faucet?")."""
     if q.program.query.name != "getState":
         return False
-    events = {
-        q.ctx.events[f.args[k]].entity for f in q.program.filters if f.family == "moment" for k in ("event", "event2")
+    return bool(event_entities(q.ctx, q.program.filters) & answered_entities(q.asked_groups))
+
+
+def event_entities(ctx: EpisodeContext, filters: Iterable[FilterSpec]) -> set[int]:
+    """The entities of the events the moment filters among ``filters`` name."""
+    return {
+        ctx.events[f.args[k]].entity
+        for f in filters
+        if f.family == "moment"
+        for k in ("event", "event2")
         if k in f.args
-    }  # fmt: skip
-    return bool(events & answered_entities(q.asked_groups))
+    }
 
 
 def named_values(program: Program) -> set[str]:
@@ -252,16 +266,19 @@ def violations(
     anchor: Anchor | None = None,
     groups: list[RawGroup] | None = None,
     select: Select | None = None,
+    dropped: list[list[RawGroup]] | None = None,
 ) -> list[str]:
     """The reasons (keys of :data:`RULES`, in that order) why the question asking ``program`` (about the
     group of ``anchor`` when grounded) is not valid; empty when it is. ``groups``: the program's answer
     groups from ``evaluate_raw`` (computed when not given). An empty answer, or a grounded question
     whose anchor names no group, is the caller's ``empty_answer``, not judged here (ValueError). ``select``:
-    how a filter's selection is found (default: its definition, called)."""
+    how a filter's selection is found (default: its definition, called). ``dropped``: ``dropped_answers``
+    of the program, where the caller judges several anchors of it (computed when not given)."""
     ctx = ctx_or_episode if isinstance(ctx_or_episode, EpisodeContext) else context_for(ctx_or_episode)
     select = select or ctx.selection
     groups = evaluate_raw(ctx, program, select) if groups is None else groups
-    q = Asked(ctx, program, anchor, groups, select)
+    dropped = dropped_answers(ctx, program, select) if dropped is None else dropped
+    q = Asked(ctx, program, anchor, groups, select, dropped)
     if not q.asked_groups:
         raise ValueError(f"no answer group to judge for {program.signature()} at anchor {anchor}")
     return [name for name, rule in RULES.items() if rule(q)]
