@@ -208,6 +208,11 @@ def test_bad_input_is_one_line_naming_the_file_or_key(
 
 
 def test_presets_names_each_and_shows_one(capsys) -> None:
+    from eqagen.config import preset_names
+
+    code, out, _ = run_main(["presets"], capsys)
+    listed = {line.split()[0] for line in out.splitlines() if line and not line[0].isspace()}
+    assert code == 0 and listed == set(preset_names()) and {"demo", "tag-eqa", "pqb-minecraft"} <= listed
     code, out, _ = run_main(["presets", "demo.yaml"], capsys)
     assert code == 0 and "n_episodes" in out
 
@@ -237,7 +242,7 @@ def _demo_block_list() -> Path:
     return path
 
 
-def test_resplit_with_a_split_file_warns_about_no_ratio(demo: Path, tmp_path: Path, capsys) -> None:
+def test_resplit_with_a_split_file_gives_no_ratio_warning(demo: Path, tmp_path: Path, capsys) -> None:
     import pyarrow.parquet as pq
 
     scenes = sorted(set(pq.read_table(demo / "episodes", columns=["scene_id"])["scene_id"].to_pylist()))

@@ -29,8 +29,8 @@ from eqagen.paraphrase import lexicon as lx
 from eqagen.paraphrase.config import OFFLINE_MODEL
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 from eqagen.predicates.registry import REGISTRY, world_support
-from eqagen.templates.phrasing import Wording, filter_phrases, phrasing, question_variants, wording_for
-from eqagen.templates.render import Point, conjunct, question_text, structured_question
+from eqagen.templates.phrasing import Wording, filter_phrases, phrasing, question_variants
+from eqagen.templates.render import Point, conjunct, program_wording, question_text
 from eqagen.templates.words import label, lower_first, plural
 
 MAX_QUESTIONS = 4  # reworded questions tried per row (each with every answer opening)
@@ -75,7 +75,7 @@ def other_wordings(record: QARecord, rng: np.random.Generator) -> list[Wording]:
     program = record.program
     if not worded(record):
         return []
-    used = wording_for(program.query, program.filters, structured_question(program))
+    used = program_wording(program)
     n_questions = len(question_variants(program.query) or ())
     others = [i for i in rng.permutation(n_questions).tolist() if i != used.question] or [used.question]
     return [Wording(i, drawn_filter_variants(program, rng)) for i in others]

@@ -485,10 +485,8 @@ def fewer_mentions(item: ItemFacts, side: str, text: str) -> list[str]:
     for fact in item.essential:
         if side not in fact.sides or fact.kind not in COUNTED_KINDS:
             continue
-        if fact.kind == "number" and (
-            float(fact.value) < 2 or _near(_coordinate_parts(item), float(fact.value), NUMBER_TOL)
-        ):  # type: ignore[arg-type]
-            continue  # "a"/"an"/"no" say 0 and 1; a count equal to a coordinate part cannot be told apart
+        if fact.kind == "number" and not _countable(float(fact.value), item):  # type: ignore[arg-type]
+            continue
         want, got = _mentions(fact, template, item, side), _mentions(fact, text, item, side)
         if got < want:
             reasons.append(f"dropped mention of {fact.kind} '{fact.label}' from the {side} ({got} of {want})")

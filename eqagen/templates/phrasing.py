@@ -105,8 +105,7 @@ def filter_keys(spec: FilterSpec) -> list[str]:
 
 def filter_phrases(spec: FilterSpec) -> FilterPhrases | None:
     """A filter's phrases (None: the data has none; a phrase registered with the filter is used)."""
-    table = phrasing().filters
-    return table.get(f"{spec.family}.{spec.key}.{spec.value}") or table.get(f"{spec.family}.{spec.key}")
+    return most_specific(phrasing().filters, filter_keys(spec))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from eqagen.templates.render import (
     question_text,
     structured_question,
 )
-from eqagen.templates.words import label, list_phrase, ordinal, plural, verb
+from eqagen.templates.words import coords, label, list_phrase, ordinal, plural, verb
 from tests.predicates.conftest import tiny_episode
 from tests.predicates.test_filters import kitchen
 
@@ -79,8 +79,12 @@ def test_the_wording_follows_the_program_alone():
     p = Program(
         (FilterSpec("location", "above", "Drawer"), FilterSpec("state", "open", "false")), QuerySpec("listObjects")
     )
-    assert program_wording(p) == wording_for(p.query, p.filters, structured_question(p))
-    assert program_wording(p) == program_wording(Program(p.filters, p.query))
+    w = program_wording(p)
+    assert w == wording_for(p.query, p.filters, structured_question(p))
+    # the grounded twins of one program read alike whatever anchor they name: only the coordinates differ
+    a, b = (0.5, 0.9, -1.25), (-2.0, 0.4, 3.0)
+    twins = [question_text(p, w, {0: xyz}).replace(coords(xyz), "(x, y, z)") for xyz in (a, b)]
+    assert twins[0] == twins[1] and coords(a) in question_text(p, w, {0: a})
     drawn = {program_wording(Program((FilterSpec("property", "color", c),), QuerySpec("listObjects"))).question
              for c in ("red", "green", "blue", "white", "black", "gray", "brown", "yellow")}  # fmt: skip
     assert len(drawn) >= 2
@@ -132,22 +136,30 @@ def test_either_or_questions_are_answered_object_by_object():
     assert answer_of(ep, QuerySpec("getLocation")) == "The apple was in the fridge."
 
 
-def test_items_of_one_type_are_counted_when_nothing_tells_them_apart():
-    items = tuple(ResultItem(f"Cabinet#{i}", "Cabinet", (0.0, 0.0, float(i)), "white cabinet", v)
-                  for i, v in enumerate(["open", "closed", "closed"]))  # fmt: skip
-    group = AnswerGroup("(state:open = true)", None, items, "closed, open")
-    text = answer_text(None, QuerySpec("getState", "open"), "state", [group], [""])  # type: ignore[arg-type]
-    assert text == "Two cabinets were closed and one cabinet was open."
+def one_group_answer(kind: str, captions_values: list[tuple[str, str]], query: QuerySpec, answer_type: str) -> str:
+    """The answer sentence of one group of ``kind`` items, each a (caption, value) pair."""
+    items = tuple(ResultItem(f"{kind}#{i}", kind, (0.0, 0.0, float(i)), caption, value)
+                  for i, (caption, value) in enumerate(captions_values))  # fmt: skip
+    group = AnswerGroup("(predicate)", None, items, ", ".join(sorted({v for _, v in captions_values})))
+    return answer_text(None, query, answer_type, [group], [""])  # type: ignore[arg-type]
 
 
-def test_items_told_apart_by_color():
-    items = (
-        ResultItem("Cabinet#1", "Cabinet", (0.0, 0.0, 0.0), "white wood cabinet", "open"),
-        ResultItem("Cabinet#2", "Cabinet", (0.0, 0.0, 1.0), "brown wood cabinet", "closed"),
-    )
-    group = AnswerGroup("(state:open = true)", None, items, "closed, open")
-    text = answer_text(None, QuerySpec("getState", "open"), "state", [group], [""])  # type: ignore[arg-type]
-    assert text == "The brown cabinet was closed and the white cabinet was open."
+@pytest.mark.parametrize(
+    ("kind", "captions_values", "query", "answer_type", "expected"),
+    [
+        # nothing tells the cabinets apart: they are counted
+        ("Cabinet", [("white cabinet", "open"), ("white cabinet", "closed"), ("white cabinet", "closed")],
+         QuerySpec("getState", "open"), "state", "Two cabinets were closed and one cabinet was open."),
+        # told apart by color
+        ("Cabinet", [("white wood cabinet", "open"), ("brown wood cabinet", "closed")],
+         QuerySpec("getState", "open"), "state", "The brown cabinet was closed and the white cabinet was open."),
+        # never told apart by the value asked (their color, when the color is asked)
+        ("Drawer", [("white wood drawer", "white"), ("brown wood drawer", "brown")],
+         QuerySpec("getProperty", "color"), "color", "One drawer was brown and one drawer was white."),
+    ],
+)  # fmt: skip
+def test_items_of_one_type_are_named_apart_or_counted(kind, captions_values, query, answer_type, expected):
+    assert one_group_answer(kind, captions_values, query, answer_type) == expected
 
 
 @pytest.mark.parametrize(
@@ -158,13 +170,3 @@ def test_counts_are_words(value, kind, expected):
     group = AnswerGroup("(property:color = red)", None, (), value)
     args = {"kind": "open"} if kind == "events" else {}
     assert answer_text(None, QuerySpec("count", kind, args), "number", [group], [""]) == expected  # type: ignore[arg-type]
-
-
-def test_items_are_never_told_apart_by_the_value_asked():
-    items = (
-        ResultItem("Drawer#1", "Drawer", (0.0, 0.0, 0.0), "white wood drawer", "white"),
-        ResultItem("Drawer#2", "Drawer", (0.0, 0.0, 1.0), "brown wood drawer", "brown"),
-    )
-    group = AnswerGroup("(location:under the object = tennis racket)", None, items, "brown, white")
-    text = answer_text(None, QuerySpec("getProperty", "color"), "color", [group], [""])  # type: ignore[arg-type]
-    assert text == "One drawer was brown and one drawer was white."
