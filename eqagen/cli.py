@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from eqagen.core import EqagenError, RunFailed
+from eqagen.core import EqagenError
 from eqagen.core.limits import MAX_WORKERS, available_cpus, bounded_int
 
 if TYPE_CHECKING:
@@ -160,7 +160,6 @@ def run_generate(args: argparse.Namespace) -> int:
         from eqagen.outputs.manifest import write_json_atomic
 
         write_json_atomic(summary.to_dict(), args.summary_json)
-    check_questions_made(summary.counts)
     return 0
 
 
@@ -174,18 +173,6 @@ def with_usable_workers(config: Any) -> Any:
     print(f"eqagen: note: {runner.workers} workers asked for, but this process may use {usable} CPUs; "
           f"using {usable}", file=sys.stderr)  # fmt: skip
     return config.model_copy(update={"runner": runner.model_copy(update={"workers": usable})})
-
-
-def check_questions_made(counts: dict[str, Any]) -> None:
-    """A run that wrote no question could not do what was asked: RunFailed (exit status 1)."""
-    if counts.get("questions_total", 0) > 0:
-        return
-    raise RunFailed(
-        f"no question survived balancing ({counts.get('candidates', 0):,} candidates from "
-        f"{counts.get('episodes', 0):,} episodes): a question is kept only where at least 2 scenes give "
-        "different answers",
-        "generate more episodes over more scenes, e.g. --set generation.n_episodes=40",
-    )
 
 
 def _run(config: Any, out_dir: Path, on_batch: Any, log: RunLog) -> Any:

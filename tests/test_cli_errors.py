@@ -301,7 +301,9 @@ def test_a_run_that_writes_no_question_fails_with_one_line(tmp_path: Path, capsy
     assert code == cli.EXIT_FAILED, err
     assert err.startswith("eqagen: error: no question survived balancing (") and len(err.splitlines()) == 1
     assert "at least 2 scenes" in err and "fix: generate more episodes" in err
-    assert "0 questions" in out  # the summary still says what was made
+    # raised before the dataset is written: no empty dataset that export or resplit would take, checkpoints kept
+    assert not (tmp_path / "one" / "manifest.json").exists() and not list((tmp_path / "one").glob("questions/*"))
+    assert list((tmp_path / "one" / ".eqagen" / "batches").rglob("*"))
 
 
 def test_an_unforeseen_error_is_one_line_and_its_traceback_a_file(monkeypatch, capsys) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eqagen.config import batches_hash, config_hash, resolved
+from eqagen.core import RunFailed
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
 from eqagen.flows import stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
@@ -137,6 +138,18 @@ def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def require_questions(kept: int, candidates: int) -> None:
+    """A run that would write no question could not do what was asked: RunFailed (exit status 1), raised
+    before the dataset is written, so nothing that looks like a dataset is left and the checkpoints stay."""
+    if kept > 0:
+        return
+    raise RunFailed(
+        f"no question survived balancing ({candidates:,} candidate questions): a question is kept only where at "
+        "least 2 scenes give different answers",
+        "generate more episodes over more scenes, e.g. --set generation.n_episodes=40",
+    )
+
+
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
     streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset."""
@@ -148,6 +161,7 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     seconds["read"] = time.perf_counter() - start
     kept, stage_stats = stream.select(keys, config, funnel, seconds)
     del keys  # the candidates' keys are no longer needed
+    require_questions(kept.num_rows, funnel["programs"]["out"])  # before anything is written
     start = time.perf_counter()
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
     paraphrase_stats, seconds["paraphrase"] = stream.write_questions(
