@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from eqagen.curation.audit_run import audit_dir, checks_as_dicts, compare_with, validity_checks
+from eqagen.curation.audit_run import Check, audit_dir, checks_as_dicts, compare_with, validity_checks
 from eqagen.outputs.exports import EXPORT_FORMATS, export
 from eqagen.outputs.report import write_report
 
@@ -44,8 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     stats, checks = audit_dir(args.dir)
-    if args.rules:
+    if args.rules and all(c.ok for c in checks):
         checks += validity_checks(args.dir)
+    elif args.rules:  # the rules read the shards, which failed their checks: say so rather than stop on them
+        checks.append(Check("validity rules", False, "not judged: the folder failed the checks above"))
     for c in checks:
         print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
     q, n_episodes = stats["questions"], stats["episodes"]["episodes"]

@@ -15,10 +15,9 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from eqagen.core import AnswerGroup, Episode, QARecord, number_events
-from eqagen.outputs.readers import read_episodes, read_questions
+from eqagen.core import AnswerGroup, DataFileError, Episode, QARecord, number_events
+from eqagen.outputs.readers import DatasetSource, as_dataset, read_episodes, read_questions
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.validity import RULES, groups_for, violations
 from eqagen.templates.answers import evaluate_context
@@ -92,12 +91,15 @@ def misnumbered_events(episode: Episode) -> list[str]:
     ]
 
 
-def check_output(out_dir: Path) -> ValidityReport:
-    """Judge every question of an output directory (read with ``eqagen.outputs.readers`` only)."""
+def check_output(source: DatasetSource) -> ValidityReport:
+    """Judge every question of an output directory or an opened dataset (read with ``eqagen.outputs.readers``
+    only; the folder is verified once)."""
     start = time.perf_counter()
-    episodes = read_episodes(out_dir)
+    dataset = as_dataset(source)
+    out_dir = dataset.root
+    episodes = read_episodes(dataset)
     by_episode: dict[str, list[QARecord]] = defaultdict(list)
-    for record in read_questions(out_dir):
+    for record in read_questions(dataset):
         by_episode[record.episode_id].append(record)
     report = ValidityReport(episodes=len(episodes))
     for episode_id, episode in episodes.items():
@@ -115,7 +117,12 @@ def check_output(out_dir: Path) -> ValidityReport:
         report.violations += found
     if by_episode:
         missing = ", ".join(sorted(by_episode)[:3])
-        raise ValueError(f"{out_dir}: questions of {len(by_episode)} episodes not in the episodes shards ({missing})")
+        raise DataFileError(
+            out_dir,
+            "episode_id",
+            f"questions of {len(by_episode)} episodes not in the episodes shards ({missing})",
+            "regenerate the dataset: every question's episode must be in its episodes shards",
+        )
     report.seconds = time.perf_counter() - start
     return report
 

@@ -129,3 +129,24 @@ def test_the_script_and_the_audit_exit_on_violations(planted, tmp_path):
 
     proc = subprocess.run([*script, str(tmp_path / "nothing")], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "no such dataset folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_audit_rules_on_a_damaged_folder_says_the_rules_were_not_judged(planted, tmp_path, capsys):
+    """The rules read the shards: on a folder whose shards do not match their manifest, `eqagen audit --rules` prints
+    the failed checks and that the rules were not judged, instead of stopping on the shards' error."""
+    import shutil
+
+    from eqagen.cli import main
+
+    out, _, _ = planted
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged)
+    import json
+
+    manifest = json.loads((damaged / "manifest.json").read_text())
+    manifest["shards"][0]["sha256"] = "0" * 64  # a shard that is not the one the manifest lists
+    (damaged / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["audit", str(damaged), "--rules"]) == 1
+    printed = capsys.readouterr().out
+    assert "FAILED  shard checksums match the manifest" in printed
+    assert "FAILED  validity rules: not judged" in printed
