@@ -296,7 +296,7 @@ def test_workers_are_capped_at_the_cpus_this_process_may_use(monkeypatch, capsys
 
 def test_a_run_that_writes_no_question_fails_with_one_line(tmp_path: Path, capsys) -> None:
     """A 1-episode run wrote 0 questions and exited 0."""
-    code, out, err = run_main(["generate", "demo", "--out", str(tmp_path / "one"), "--runner", "inline",
+    code, _, err = run_main(["generate", "demo", "--out", str(tmp_path / "one"), "--runner", "inline",
                                "--no-progress", "--set", "generation.n_episodes=1"], capsys)  # fmt: skip
     assert code == cli.EXIT_FAILED, err
     assert err.startswith("eqagen: error: no question survived balancing (") and len(err.splitlines()) == 1
