@@ -55,7 +55,8 @@ def write_derived(
     """Write the derived dataset into ``out_dir`` (claimed by the caller); returns its manifest.
 
     The manifest's config is the input's with ``stage.name``'s section set to ``stage.settings``; its
-    ``derived`` entry records the stage, its seed and the input's rows; stats.json keeps the input's
+    ``derived`` list is the input's with an entry for this stage (its name, its seed and the input's rows)
+    appended, so a paraphrase of a re-split still records the re-split's seed; stats.json keeps the input's
     funnel and stage statistics with ``stage.name``'s replaced."""
     writer = DatasetWriter(out_dir, rows_per_shard(source))
     writer.add_questions(sort_rows(questions, "question_id"))
@@ -65,10 +66,18 @@ def write_derived(
     manifest = build_manifest(
         config, source.manifest.seed, source.manifest.config_hash, writer.close(), files, fingerprint
     )
-    manifest["derived"] = {"stage": stage.name, "seed": int(stage.seed), "source_rows": source.raw_manifest["rows"]}
+    entry = {"stage": stage.name, "seed": int(stage.seed), "source_rows": source.raw_manifest["rows"]}
+    manifest["derived"] = [*derivation(source.raw_manifest), entry]  # every stage since generate, in order
     funnel, stages = inherited_stats(source.stats())
     stages[stage.name] = stage.stats
     episodes = source.iter_tables("episodes", EPISODE_COLUMNS)
     write_audit_files(writer.staging, questions, episodes, funnel, stages, manifest, report)
     writer.commit(manifest)
     return manifest
+
+
+def derivation(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``derived`` entries of a manifest, oldest first: none for ``generate``'s output (a manifest of
+    format 2 written before the list held one entry as a mapping)."""
+    derived = manifest.get("derived", [])
+    return [derived] if isinstance(derived, dict) else list(derived)

@@ -89,9 +89,11 @@ def test_resplit_changes_only_the_split(dataset, tmp_path):
     manifest = read_manifest(tmp_path / "out")
     assert manifest["rows"]["questions_total"] == after.num_rows
     assert manifest["config"]["split"]["ratios"] == [0.8, 0.1, 0.1]
-    assert manifest["derived"] == {"stage": "split", "seed": 3, "source_rows": read_manifest(dataset)["rows"]}
+    assert manifest["derived"] == [{"stage": "split", "seed": 3, "source_rows": read_manifest(dataset)["rows"]}]
     assert manifest["config_hash"] == read_manifest(dataset)["config_hash"]
     resplit(tmp_path / "out", tmp_path / "again", SplitConfig(), seed=1, report=False)  # its manifest verifies
+    # a re-split of a re-split records both, oldest first: the first one's seed is not lost
+    assert [d["seed"] for d in read_manifest(tmp_path / "again")["derived"]] == [3, 1]
     saved = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert saved["stages"]["split"]["fraction"] == pytest.approx(stats["fraction"])
     assert (tmp_path / "out" / "report.html").stat().st_size > 0

@@ -99,7 +99,7 @@ def test_a_run_killed_halfway_through_its_swap_is_rerun_to_the_bytes_of_an_unint
     a reader accepts (no manifest), and the rerun completes it."""
     reference_out = tmp_path / "reference"
     assert main(command(name, demo, reference_out)) == 0
-    assert read_manifest(reference_out)["derived"]["stage"] == {"resplit": "split"}.get(name, name)
+    assert read_manifest(reference_out)["derived"][-1]["stage"] == {"resplit": "split"}.get(name, name)
     kill_and_rerun(demo, tmp_path, name, "swap:2", digests(reference_out))
 
 
