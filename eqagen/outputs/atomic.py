@@ -51,8 +51,3 @@ def atomic_path(path: Path) -> Iterator[Path]:
 def write_text_atomic(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)

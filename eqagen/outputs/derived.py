@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from pydantic import ValidationError
 
+from eqagen.config import OutputConfig
+from eqagen.core import DataFileError
 from eqagen.curation.audit import EPISODE_COLUMNS
 from eqagen.outputs.audit_files import inherited_stats, write_audit_files
 from eqagen.outputs.dataset import Dataset
@@ -22,14 +25,14 @@ from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.manifest import DATASET_FILES, build_manifest
 from eqagen.outputs.shards import ShardInfo, sort_rows
 
-DEFAULT_ROWS_PER_SHARD = 5000
-
 
 def rows_per_shard(source: Dataset) -> int:
-    """The input's ``output.rows_per_shard``, or the default where its config has none usable."""
-    output = source.manifest.config.get("output", {})
-    value = output.get("rows_per_shard") if isinstance(output, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else DEFAULT_ROWS_PER_SHARD
+    """The input's ``output.rows_per_shard`` (its config's ``output`` section, checked as any config's is)."""
+    try:
+        return OutputConfig.model_validate(source.manifest.config.get("output", {})).rows_per_shard
+    except ValidationError as err:
+        problem = err.errors()[0]["msg"]
+        raise DataFileError(source.root / "manifest.json", "config.output", problem, "regenerate the dataset") from err
 
 
 def episode_sources(source: Dataset) -> list[tuple[Path, ShardInfo]]:
