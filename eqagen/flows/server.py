@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from eqagen.core import ConfigError
+from eqagen.outputs.atomic import atomic_path
 
 PR_SET_PDEATHSIG = 1
 LOOPBACK = "127.0.0.1"
@@ -195,17 +196,8 @@ def seed_database(db: Path) -> None:
     template = template_path()
     if db.exists() or not template.exists():
         return
-    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
-    try:
+    with contextlib.suppress(OSError), atomic_path(db) as tmp:
         shutil.copyfile(template, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, db)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def save_template_database(db: Path) -> None:
@@ -215,15 +207,13 @@ def save_template_database(db: Path) -> None:
     if template.exists() or not db.exists():
         return
     template.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
-    try:
-        with contextlib.closing(sqlite3.connect(db)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
-            src.backup(dst)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, template)
-    except (OSError, sqlite3.Error):
-        tmp.unlink(missing_ok=True)
+    with (  # the connections close (in reverse order) before the copy is fsynced and renamed
+        contextlib.suppress(OSError, sqlite3.Error),
+        atomic_path(template) as tmp,
+        contextlib.closing(sqlite3.connect(db)) as src,
+        contextlib.closing(sqlite3.connect(tmp)) as dst,
+    ):
+        src.backup(dst)
 
 
 def drain_prefect_workers(timeout: float = 5.0) -> None:
