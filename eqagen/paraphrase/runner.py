@@ -69,10 +69,11 @@ class ParaphraseResult:
 
 @dataclass
 class FailureGuard:
-    """Counts the items that kept their template text because the model's every reply was rejected or
-    their request failed (not those the budget stopped), and stops the run once they are more than
-    ``share`` of the items done: after :data:`MIN_ITEMS_FOR_FAILURE_SHARE` items while running, and at
-    the end whatever the count. One guard may span several calls (the chunks of a generate run)."""
+    """Counts the items that kept their template text because the model's (or the offline paraphraser's)
+    every candidate was rejected or their request failed (not those the budget stopped), and stops the run
+    once they are more than ``share`` of the items done: after :data:`MIN_ITEMS_FOR_FAILURE_SHARE` items
+    while running, and at the end whatever the count. One guard may span several calls (the chunks of a
+    generate run)."""
 
     share: float
     finished: int = 0
@@ -269,14 +270,16 @@ async def aparaphrase_records(
     recs = records_from_table(records) if isinstance(records, pa.Table) else list(records)
     start = time.perf_counter()
     endpoint = resolve_endpoint(config)
-    if endpoint is None:
+    own = guard is None
+    guard = guard or FailureGuard(config.max_failure_share)
+    if endpoint is None:  # the offline paraphraser's failures count as a model's do
         results, stats = _run_offline(recs, seed), {"mode": "offline", "model": OFFLINE_MODEL}
+        for para in results:
+            guard.add(para)
     else:
-        own = guard is None
-        guard = guard or FailureGuard(config.max_failure_share)
         results, stats = await _run_llm(recs, config, seed, endpoint, examples, guard)
-        if own:
-            guard.check()
+    if own:
+        guard.check()
     elapsed = time.perf_counter() - start
     validated = sum(p.validated for p in results)
     stats = {

@@ -111,3 +111,17 @@ def test_with_no_endpoint_configured_the_stage_runs_offline(monkeypatch):
     assert result.stats["validated"] == len(records)
     assert result.paraphrases == [offline_paraphrase(r, 5).paraphrase for r in records]
     assert [c["model"] for c in result.column()] == ["offline"] * len(records)
+
+
+def test_an_offline_run_whose_rewordings_all_fail_stops_like_a_model_run(monkeypatch):
+    """Planted: every offline candidate rejected. The run stops (TooManyFailures, exit 1), as a model run
+    whose replies are all rejected does, instead of finishing with every row unvalidated."""
+    import pytest
+
+    from eqagen.paraphrase import offline, runner
+    from eqagen.paraphrase.config import ParaphraseConfig
+    from eqagen.paraphrase.errors import TooManyFailures
+
+    monkeypatch.setattr(offline, "check_paraphrase", lambda *a, **k: type("V", (), {"ok": False, "reason": "x"})())
+    with pytest.raises(TooManyFailures):
+        runner.paraphrase_records(engine_records()[:30], ParaphraseConfig(), seed=0)
