@@ -312,6 +312,26 @@ def moment_bounds(ctx: EpisodeContext, spec: FilterSpec) -> tuple[int, int]:
     ]
 
 
+# the args of a moment spec that name its events by their index in the episode (the only args of a built-in
+# filter that hold for one episode alone: the value names the events, so another episode can find its own)
+EVENT_ARGS = ("event", "event2")
+
+
+def event_names(spec: FilterSpec) -> list[str]:
+    """The canonical names of the events a moment spec's value names (``between``: two, comma-separated)."""
+    return spec.value.split(", ") if spec.key == "between" else [spec.value]
+
+
+def moment_spec_in(ctx: EpisodeContext, spec: FilterSpec) -> FilterSpec | None:
+    """The same moment (the events of the same names) in the episode of ``ctx``, with that episode's event
+    indices; None where it has no event of one of the names."""
+    index = {ev.name: ev.index for ev in ctx.events}
+    found = [index.get(name) for name in event_names(spec)]
+    if None in found:
+        return None
+    return FilterSpec(spec.family, spec.key, spec.value, dict(zip(EVENT_ARGS, found)))
+
+
 def moment_specs(ctx: EpisodeContext, key: str) -> Iterator[FilterSpec]:
     """Every event-named moment whose window holds at least one observation (counted with prefix sums of
     the steps with an observation, rather than one window mask per event)."""

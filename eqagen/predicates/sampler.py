@@ -28,7 +28,7 @@ from eqagen.core import Draws, Program, QuerySpec
 from eqagen.predicates.bitsets import BitView, Previewer
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.evaluator import RawGroup, SeveralAmbiguousFilters, evaluate_raw
+from eqagen.predicates.evaluator import RawGroup, Select, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, view_key
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
 from eqagen.predicates.validity import dropped_answers, event_entities, violations
@@ -387,28 +387,36 @@ def check(
     families = [f.family for f in program.filters]
     if max(families.count(f) for f in families) > config.max_filters_per_family:
         return "family_cap"
+    return judge(index.ctx, program, config, index.selection)
+
+
+def judge(ctx: EpisodeContext, program: Program, config: QuestionConfig, select: Select) -> Answered | str:
+    """The program's answers on this episode if they make a valid question (an answer of a size to ask about,
+    every validity rule), else the rejection reason: the exact check, wherever the program was proposed."""
     try:
-        groups = evaluate_raw(index.ctx, program, index.selection)
+        groups = evaluate_raw(ctx, program, select)
     except SeveralAmbiguousFilters:
         return "several_ambiguous_filters"
     problem = answer_problem(program, groups, config)
     if problem:
         return problem
-    dropped = dropped_answers(index.ctx, program, index.selection)
-    broken = violations(index.ctx, program, None, groups, index.selection, dropped)
+    dropped = dropped_answers(ctx, program, select)
+    broken = violations(ctx, program, None, groups, select, dropped)
     return broken[0] if broken else Answered(groups, dropped)
 
 
-def grounded_choice(index: EpisodeIndex, program: Program, answered: Answered, rng: Draws) -> int | None:
+def grounded_choice(
+    ctx: EpisodeContext, select: Select, program: Program, answered: Answered, rng: Draws
+) -> int | None:
     """The group a grounded twin names: drawn among the anchored groups whose question, asked about that
     anchor alone, is valid (``validity``); None when the program names no ambiguous object or no anchor
     is valid."""
-    ctx, groups = index.ctx, answered.groups
+    groups = answered.groups
     valid = [
         k
         for k, g in enumerate(groups)
         if g.anchor >= 0
-        and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, index.selection, answered.dropped)
+        and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, select, answered.dropped)
     ]
     return valid[rng.below(len(valid))] if valid else None
 
@@ -454,7 +462,7 @@ def sample_programs(
         if isinstance(verdict, str):
             rejections[verdict] += 1
             continue
-        acc = Accepted(program, verdict.groups, grounded_choice(index, program, verdict, draws))
+        acc = Accepted(program, verdict.groups, grounded_choice(index.ctx, index.selection, program, verdict, draws))
         problem = mix_problem(acc, config, state.mix)
         if problem:
             rejections[problem] += 1

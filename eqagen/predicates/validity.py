@@ -20,7 +20,7 @@ import numpy as np
 from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import RawGroup, Select, evaluate_raw
-from eqagen.predicates.filters import AGENT
+from eqagen.predicates.filters import AGENT, EVENT_ARGS
 from eqagen.predicates.registry import REGISTRY, Anchored
 
 Anchor = tuple[float, float, float]
@@ -203,13 +203,7 @@ def answer_given_by_event(q: Asked) -> bool:
 
 def event_entities(ctx: EpisodeContext, filters: Iterable[FilterSpec]) -> set[int]:
     """The entities of the events the moment filters among ``filters`` name."""
-    return {
-        ctx.events[f.args[k]].entity
-        for f in filters
-        if f.family == "moment"
-        for k in ("event", "event2")
-        if k in f.args
-    }
+    return {ctx.events[f.args[k]].entity for f in filters if f.family == "moment" for k in EVENT_ARGS if k in f.args}
 
 
 def named_values(program: Program) -> set[str]:
