@@ -24,8 +24,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eqagen.core import derive_rng, derive_seed
-from eqagen.curation.columns import SCENE_BLOCKS, encode, rank_in_runs, require_columns, run_starts, scene_blocks
+from eqagen.curation.columns import (
+    SCENE_BLOCKS,
+    combined_key,
+    encode,
+    rank_in_runs,
+    require_columns,
+    run_starts,
+    scene_blocks,
+)
 from eqagen.curation.config import BalanceConfig, as_config
+from eqagen.curation.partition import HELD_OUT, held_out_rows
 
 BALANCE_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key")
 REASONS = (
@@ -126,6 +135,9 @@ def select_balanced(table: pa.Table, config: BalanceConfig, seed: int) -> Balanc
 def encode_table(table: pa.Table) -> Codes:
     order = pc.sort_indices(table, sort_keys=[("question_id", "ascending")]).to_numpy().astype(np.int64)
     question, qv = encode(table.column("balance_key"))
+    if HELD_OUT in table.column_names:  # a question is balanced within its partition of scenes
+        question = combined_key(held_out_rows(table.column(HELD_OUT)).astype(np.int64), question)
+        qv = list(range(int(question.max()) + 1 if len(question) else 0))
     scene, sv = encode(table.column("scene_id"))
     answer, av = encode(table.column("answer_key"), numeric=True)
     return Codes(order, question[order], scene[order], answer[order], qv, sv, av)

@@ -48,6 +48,19 @@ class BalanceConfig(BaseModel):
     min_window_scenes: int = Field(
         40, ge=2, description="a window is widened until it holds at least this many scenes (small datasets)"
     )
+    ask_scenes: int = Field(
+        16,
+        ge=0,
+        le=1000,
+        description="each question proposed in one scene is also asked in up to this many other scenes of its "
+        "partition, one episode each (0: only where proposed)",
+    )
+    records: int | None = Field(
+        None,
+        ge=1,
+        description="questions in the composed dataset, chosen among the balanced groups so the mix holds "
+        "(null: as many as the partitions can supply in proportion)",
+    )
     entropy_threshold: float = Field(0.5, ge=0.0, le=1.0)
     min_scenes: int = Field(4, ge=2, description="entropy mode: fewest scenes a kept question is seen in")
 

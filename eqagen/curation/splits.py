@@ -32,6 +32,7 @@ from eqagen.curation.columns import (
     scene_ring,
 )
 from eqagen.curation.config import SplitConfig, as_config
+from eqagen.curation.partition import HELD_OUT, held_out_rows
 from eqagen.curation.split_file import read_split_file
 
 HOLDOUT_TRIES = 16
@@ -85,6 +86,9 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
     elif config.by == "scene":
         units = make_units(scene, stratum, rng)
         assignment = allocate(units, np.zeros(len(units.size), bool), config.ratios)[units.of_row]
+    elif HELD_OUT in table.column_names:  # the scenes were partitioned before balancing: hold that partition out
+        units = make_units(group, stratum, rng)
+        assignment, held_out = split_by_partition(scene, units, table.column(HELD_OUT), len(scene_values), config)
     else:
         units = make_units(group, stratum, rng)
         assignment, held_out = split_by_question(scene, units, scene_values, config, rng)
@@ -153,6 +157,20 @@ def split_by_question(
             break
         target *= desired / achieved
     return best[1], best[2]
+
+
+def split_by_partition(
+    scene: np.ndarray, units: Units, held_column: pa.ChunkedArray, n_scenes: int, config: SplitConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split code per row and the held-out scene mask, the held-out scenes given (``eqagen.curation.partition``):
+    every group of a held-out scene goes to val or test, divided between them stratum by stratum; the seen
+    groups fill the rest of each split's quota."""
+    held_row = held_out_rows(held_column)
+    held = np.zeros(n_scenes, dtype=bool)
+    held[scene[held_row]] = True
+    forced = np.zeros(len(units.size), dtype=bool)
+    forced[units.of_row[held_row]] = True
+    return allocate(units, forced, config.ratios)[units.of_row], held
 
 
 def unseen_share(scene: np.ndarray, assignment: np.ndarray, rows: np.ndarray) -> float:

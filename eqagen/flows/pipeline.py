@@ -18,7 +18,8 @@ from typing import Any
 from eqagen.config import batches_hash, config_hash, resolved
 from eqagen.core import RunFailed
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
-from eqagen.flows import stages, stream
+from eqagen.curation.partition import held_out_scene_share, held_out_scenes
+from eqagen.flows import ask, stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
 from eqagen.outputs.audit_files import write_audit_files
 from eqagen.outputs.folder import DatasetWriter
@@ -112,7 +113,8 @@ def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sam
         "seconds": {"programs": programs_s},
     }
     start = time.perf_counter()
-    ctx.store.write(batch.name, episodes_table(episodes), questions, summary)
+    names = ask.names_table([e.episode_id for e in episodes], [e.scene_id for e in episodes], stages.names_of(episodes))
+    ctx.store.write(batch.name, episodes_table(episodes), questions, summary, {ask.NAMES_FILE: names})
     summary["seconds"]["checkpoint"] = time.perf_counter() - start
     return summary
 
@@ -150,23 +152,46 @@ def require_questions(kept: int, candidates: int) -> None:
     )
 
 
+def ask_everywhere(config: Any, ctx: RunContext, batch_names: list[str]) -> ask.AskResult:
+    """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on the run's warm workers
+    when it has them."""
+    from eqagen.flows.pool import active_pool  # here: the pool module imports this one
+
+    split = config.split
+    share = held_out_scene_share(split.unseen_fraction, split.ratios) if stages.partitions_scenes(split) else 0.0
+
+    def held_out(scenes: list[str]) -> set[str]:
+        return held_out_scenes(scenes, share, config.seed)
+
+    pool = active_pool()
+    executor = pool.executor if pool else None
+    return ask.run_ask_stage(
+        ctx.store, batch_names, ctx.questions, config.seed, config.balance.ask_scenes, held_out, executor
+    )
+
+
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
     streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset."""
     seconds = summary.stage_seconds
-    start = time.perf_counter()
-    keys = stream.read_keys(ctx.store, batch_names, stream.key_columns(config))
     batch_stats = ctx.store.read_stats(batch_names)
     funnel = funnel_from_batches(batch_stats)
+    start = time.perf_counter()
+    asked = ask_everywhere(config, ctx, batch_names)
+    seconds["ask"] = time.perf_counter() - start
+    funnel["ask"] = {"in": asked.stats["asks"], "out": asked.stats["records"], "rejected": asked.stats["rejected"]}
+    start = time.perf_counter()
+    files = stream.candidate_files(ctx.store, batch_names, asked.directory)
+    keys = stream.read_keys(files, stream.key_columns(config))
     seconds["read"] = time.perf_counter() - start
-    kept, stage_stats = stream.select(keys, config, funnel, seconds)
+    held_out = asked.held_out_scenes if stages.partitions_scenes(config.split) else None
+    kept, stage_stats = stream.select(keys, config, funnel, seconds, held_out)
+    stage_stats["ask"] = asked.stats
     del keys  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, funnel["programs"]["out"])  # before anything is written
     start = time.perf_counter()
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
-    paraphrase_stats, seconds["paraphrase"] = stream.write_questions(
-        ctx.store, batch_names, kept, config, ctx.config_hash, writer
-    )
+    paraphrase_stats, seconds["paraphrase"] = stream.write_questions(files, kept, config, ctx.config_hash, writer)
     stage_stats["paraphrase"] = paraphrase_stats
     funnel["paraphrase"] = {"in": kept.num_rows, "out": kept.num_rows, "rejected": paraphrase_stats.get("rejected", {})}
     stream.write_episodes(ctx.store, batch_names, writer)

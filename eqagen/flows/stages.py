@@ -25,6 +25,8 @@ import pyarrow as pa
 
 from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.curation.balance import balance
+from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.partition import held_out_share
 from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
 from eqagen.paraphrase.stage import paraphrase_table
@@ -33,12 +35,18 @@ Sampler = Callable[[Episode, Any, np.random.Generator], "tuple[list[QARecord], C
 TableStage = Callable[[pa.Table, Any, int], "tuple[pa.Table, dict[str, Any]]"]
 
 # Dataset-level stages, each provided by its own package.
-DATASET_STAGES: dict[str, TableStage] = {"balance": balance, "split": split, "paraphrase": paraphrase_table}
+DATASET_STAGES: dict[str, TableStage] = {
+    "balance": balance,
+    "compose": compose,
+    "split": split,
+    "paraphrase": paraphrase_table,
+}
 # split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
-DATASET_STAGE_ORDER = ("balance", "split", "paraphrase")
+DATASET_STAGE_ORDER = ("balance", "compose", "split", "paraphrase")
 # The stages that choose rows and assign splits decide over every candidate at once; they read only key
 # columns (eqagen.flows.stream). Paraphrase works row by row and is streamed over chunks of kept rows.
-SELECTION_STAGES = ("balance", "split")
+SELECTION_STAGES = ("balance", "compose", "split")
+MOMENT_MARGIN = 0.01  # the temporal family's floor is its target share plus this
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,43 @@ def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: S
     return out
 
 
+def names_of(episodes: list[Episode]) -> list[set[str]]:
+    """What each episode can be asked about by name (the ask stage's vocabulary)."""
+    from eqagen.predicates.asking import episode_names
+
+    return [episode_names(ep) for ep in episodes]
+
+
 # --- dataset-level stages -------------------------------------------------------------------------
+
+
+def mix_targets(questions: Any, family: str) -> MixTargets:
+    """The question mix the composed dataset must keep: the ``questions`` section's query and filter-family
+    mixes, normalised over what the world family supports as the sampler normalises them; the temporal
+    family's share is also a floor, aimed a point above so that it does not end below."""
+    from eqagen.predicates.registry import world_support
+    from eqagen.predicates.sampler import target_shares
+
+    qconfig = question_config(questions)
+    support = world_support(family)
+    query_names = tuple(sorted(support.queries))
+    family_names = tuple(sorted(support.filters))
+    queries = {n: s for n, (s, _) in zip(query_names, target_shares(query_names, qconfig.query_mix))}
+    families = {n: s for n, (s, _) in zip(family_names, target_shares(family_names, qconfig.family_mix))}
+    floors = {"moment": families["moment"] + MOMENT_MARGIN} if "moment" in families else {}
+    return MixTargets(queries, families, floors)
+
+
+def compose_section(config: Any) -> ComposeConfig:
+    """The compose stage's section from the run's config."""
+    split = config.split
+    held = held_out_share(split.unseen_fraction, split.ratios) if partitions_scenes(split) else 0.0
+    return ComposeConfig(mix_targets(config.questions, config.generation.family), config.balance.records, held)
+
+
+def partitions_scenes(split: Any) -> bool:
+    """Whether the run holds scenes out before balancing (a split by question, with no split file)."""
+    return split.by == "question" and split.split_file is None and split.unseen_fraction > 0
 
 
 def run_dataset_stage(name: str, table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any], float]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eqagen.curation.columns import joined_list_column
+from eqagen.curation.partition import HELD_OUT, held_out_column
 from eqagen.flows import stages
+from eqagen.flows.ask import ASKED_FILE
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
@@ -40,10 +43,27 @@ BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "que
 PARAPHRASE_CHUNK_ROWS = 5_000
 
 
+# A key column derived from ``program`` (no column of its own): each filter's family, repeats kept.
+FILTER_FAMILIES = "filter_families"
+
+
 def key_columns(config: Any) -> list[str]:
-    """The questions columns the selection stages read, in the table's own order."""
+    """The questions columns the selection stages read, in the table's own order, then the derived ones."""
     wanted = {*BASE_KEY_COLUMNS, *getattr(config.split, "stratify_by", ())}
-    return [name for name in QUESTIONS_SCHEMA.names if name in wanted]
+    return [name for name in QUESTIONS_SCHEMA.names if name in wanted] + [FILTER_FAMILIES]
+
+
+def filter_families(program: pa.ChunkedArray) -> pa.Array:
+    """list<string> per row: the family of each of its program's filters, in order (repeats kept)."""
+    filters = pc.struct_field(program.combine_chunks(), "filters")
+    families = pc.struct_field(filters.flatten(), "family")
+    return pa.ListArray.from_arrays(filters.offsets, families)
+
+
+def candidate_files(store: BatchStore, batch_names: list[str], asked: Path | None) -> list[Path]:
+    """Every candidate question's file: the batches' proposals, then (when asked) their asked candidates."""
+    files = [store.path(n) / "questions.parquet" for n in batch_names]
+    return files + ([asked / n / ASKED_FILE for n in batch_names] if asked is not None else [])
 
 
 class KeyDictionaries:
@@ -80,14 +100,26 @@ def is_text(field: pa.Field) -> bool:
     return pa.types.is_string(field.type) or is_list(field.type)
 
 
-def read_keys(store: BatchStore, batch_names: list[str], columns: list[str]) -> pa.Table:
-    """The key columns of every batch's candidates, in batch order, with each row's batch and row;
-    text columns other than the (unique) question id dictionary-encoded across batches."""
-    encoded = [c for c in columns if c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c))]
+def read_candidate_keys(files: list[Path], columns: list[str]) -> Iterator[pa.Table]:
+    """Each file's key columns (the derived ones computed from ``program``)."""
+    stored = [c for c in columns if c != FILTER_FAMILIES]
+    for path in files:
+        table = pq.read_table(path, schema=QUESTIONS_SCHEMA, columns=[*stored, "program"])
+        if FILTER_FAMILIES in columns:
+            table = table.append_column(FILTER_FAMILIES, filter_families(table["program"]))
+        yield table.drop_columns(["program"]) if "program" not in columns else table
+
+
+def read_keys(files: list[Path], columns: list[str]) -> pa.Table:
+    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row;
+    text columns other than the (unique) question id dictionary-encoded across files."""
+    encoded = [
+        c for c in columns if c == FILTER_FAMILIES or (c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c)))
+    ]
     dictionaries = KeyDictionaries()
     plain: dict[str, list[pa.ChunkedArray]] = {c: [] for c in columns if c not in encoded}
     batch, row = [], []
-    for index, table in enumerate(store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns)):
+    for index, table in enumerate(read_candidate_keys(files, columns)):
         for name in encoded:
             dictionaries.add(name, table[name])
         for name in plain:
@@ -106,12 +138,18 @@ def read_keys(store: BatchStore, batch_names: list[str], columns: list[str]) -> 
     return pa.table(data)
 
 
-def select(keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[str, float]) -> tuple[pa.Table, dict]:
-    """The selection stages (balance, then split) on the key table; the kept keys gain ``choices`` and
-    ``split`` and stay in batch order."""
+def select(
+    keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[str, float], held_out: set[str] | None
+) -> tuple[pa.Table, dict]:
+    """The selection stages (balance, compose, split) on the key table, the held-out scenes marked (None: no
+    partition; the split then searches for scenes to hold out); the kept keys gain ``choices`` and ``split``
+    and stay in batch order."""
+    if held_out is not None:
+        keys = keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
+    sections = {"balance": config.balance, "compose": stages.compose_section(config), "split": config.split}
     stage_stats: dict[str, Any] = {}
     for name in stages.SELECTION_STAGES:
-        keys, stats, secs = stages.run_dataset_stage(name, keys, getattr(config, name, None), config.seed)
+        keys, stats, secs = stages.run_dataset_stage(name, keys, sections[name], config.seed)
         if BATCH not in keys.column_names or ROW not in keys.column_names:
             raise ValueError(f"the {name} stage dropped the row locators {BATCH!r}, {ROW!r}")
         seconds[name], stage_stats[name] = secs, stats
@@ -122,17 +160,18 @@ def select(keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[st
     return keys, stage_stats
 
 
-def kept_rows(store: BatchStore, batch_names: list[str], kept: pa.Table, config_hash: str) -> Iterator[pa.Table]:
-    """Per batch with kept questions, their full rows with ``choices``, ``split`` and the config hash set."""
-    bounds = np.searchsorted(kept[BATCH].to_numpy(), np.arange(len(batch_names) + 1))
-    for index, name in enumerate(batch_names):
+def kept_rows(files: list[Path], kept: pa.Table, config_hash: str) -> Iterator[pa.Table]:
+    """Per candidate file with kept questions, their full rows with ``choices``, ``split`` and the config
+    hash set."""
+    bounds = np.searchsorted(kept[BATCH].to_numpy(), np.arange(len(files) + 1))
+    for index, path in enumerate(files):
         lo, hi = int(bounds[index]), int(bounds[index + 1])
         if lo == hi:
             continue
         # take, not slice: a slice keeps the whole column's buffers, and pickling it (to a worker process)
         # would ship every kept row's choices with each chunk
         keys = kept.select([ROW, "choices", "split"]).take(pa.array(np.arange(lo, hi)))
-        full = pq.read_table(store.path(name) / "questions.parquet", schema=QUESTIONS_SCHEMA)
+        full = pq.read_table(path, schema=QUESTIONS_SCHEMA)
         rows = full.take(keys[ROW])
         for column in ("choices", "split"):
             target = rows.schema.field(column)
@@ -154,24 +193,24 @@ def chunks(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending)
 
 
-def example_pool(store: BatchStore, batch_names: list[str], kept: pa.Table, config_hash: str) -> list[Any]:
+def example_pool(files: list[Path], kept: pa.Table, config_hash: str) -> list[Any]:
     """The LLM's few-shot pool (see :func:`eqagen.paraphrase.stage.pool_question_ids`) as records."""
     chosen = pool_question_ids(kept.select(list(POOL_COLUMNS)))
     in_pool = pc.is_in(kept["question_id"], pa.array(sorted(chosen), pa.string()))
-    rows = list(kept_rows(store, batch_names, kept.filter(in_pool), config_hash))
+    rows = list(kept_rows(files, kept.filter(in_pool), config_hash))
     return records_from_table(pa.concat_tables(rows)) if rows else []
 
 
 def write_questions(
-    store: BatchStore, batch_names: list[str], kept: pa.Table, config: Any, config_hash: str, writer: DatasetWriter
+    files: list[Path], kept: pa.Table, config: Any, config_hash: str, writer: DatasetWriter
 ) -> tuple[dict[str, Any], float]:
     """Stream the kept questions into the writer's shards, paraphrasing chunk by chunk; returns the
     paraphrase stage's statistics and the seconds spent paraphrasing."""
     section = getattr(config, "paraphrase", None)
-    examples = example_pool(store, batch_names, kept, config_hash) if uses_llm(section) else None
+    examples = example_pool(files, kept, config_hash) if uses_llm(section) else None
     paraphrase = ChunkedParaphrase(section, config.seed, examples)
     start = time.perf_counter()
-    rows = chunks(kept_rows(store, batch_names, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
+    rows = chunks(kept_rows(files, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
     from eqagen.flows.pool import active_pool  # here: the pool module imports the pipeline, which imports this
 
     pool = active_pool()  # the processes runner's warm workers, idle once the batches are done

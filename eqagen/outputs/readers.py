@@ -42,10 +42,15 @@ def _group(d: dict[str, Any]) -> AnswerGroup:
     return AnswerGroup(d["predicate"], anchor, items, d["value"])
 
 
+def program_from_row(p: dict[str, Any]) -> Program:
+    """Inverse of :meth:`Program.to_dict`."""
+    q = p["query"]
+    return Program(tuple(_filter(f) for f in p["filters"]), QuerySpec(q["name"], q["arg"], json.loads(q["args"])))
+
+
 def record_from_row(row: dict[str, Any]) -> QARecord:
     """Inverse of :meth:`QARecord.to_dict`. A paraphrase column that records nothing (no model, not
     validated, no reason: the text itself) is read back as None."""
-    p, q = row["program"], row["program"]["query"]
     para = row["paraphrase"]
     paraphrase = Paraphrase(**para) if para and (para["model"] or para["validated"] or para["reason"]) else None
     return QARecord(
@@ -53,7 +58,7 @@ def record_from_row(row: dict[str, Any]) -> QARecord:
         scene_id=row["scene_id"],
         family=row["family"],
         backend=row["backend"],
-        program=Program(tuple(_filter(f) for f in p["filters"]), QuerySpec(q["name"], q["arg"], json.loads(q["args"]))),
+        program=program_from_row(row["program"]),
         structured_question=row["structured_question"],
         structured_answer=[_group(g) for g in row["structured_answer"]],
         answer_type=row["answer_type"],

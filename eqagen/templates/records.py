@@ -13,6 +13,7 @@ import numpy as np
 
 from eqagen import GENERATOR_VERSION
 from eqagen.core import AnswerGroup, Episode, Program, QARecord
+from eqagen.predicates.asking import ask
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.registry import REGISTRY
@@ -26,8 +27,11 @@ ANCHOR_PLACEHOLDER = "(x, y, z)"
 
 
 def answer_key(values: list[str]) -> str:
-    """The canonical answer compared across scenes: the groups' readable values, anchors left out."""
-    return " | ".join(sorted(values))
+    """The canonical answer compared across scenes: its content, what a reader must say (the groups'
+    distinct readable values, anchors left out): "1" for one group answering 1 and for two groups both
+    answering 1, so balancing never counts as different two answers that differ only in their number of
+    anchor groups."""
+    return " | ".join(sorted(set(values)))
 
 
 def grounded_balance_key(question: str, anchor: tuple[float, float, float]) -> str:
@@ -98,6 +102,15 @@ def make_records(ctx: EpisodeContext, acc: Accepted) -> list[QARecord]:
             )
         )
     return records
+
+
+def asked_records(
+    ctx: EpisodeContext, program: Program, config: QuestionConfig, rng: np.random.Generator
+) -> list[QARecord] | str:
+    """The records of ``program`` (proposed in another episode) asked on this episode
+    (:func:`eqagen.predicates.asking.ask`), or the reason it cannot be asked here."""
+    verdict = ask(ctx, program, config, rng)
+    return verdict if isinstance(verdict, str) else make_records(ctx, verdict)
 
 
 def sample_questions(

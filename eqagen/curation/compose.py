@@ -1,0 +1,236 @@
+"""Compose the dataset from balanced groups so that the mix survives balancing.
+
+Balancing keeps whole groups (a question with its equally frequent answers); which groups it can keep
+depends on how often each kind of question finds other answers in other scenes, so the kept pool drifts
+from the configured mix (temporal questions recur least). This stage chooses among the balanced groups,
+per partition of scenes, so that the query types' shares of records and the filter families' shares of
+filters follow their targets, and the held-out partition supplies its share of the records
+(:func:`eqagen.curation.partition.held_out_share`):
+
+- groups are sorted into kinds (query type, filter families), each kind a queue in a seeded order;
+- one group at a time, the next group of the kind whose addition leaves the shares closest to their
+  targets (squared distances; a family with a floor, the temporal one, weighs four times below its floor)
+  is added, until the partition has its records or its queues run dry.
+
+The held-out partition is composed first (it is the smaller pool); where it falls short of its share, the
+seen partition is cut to keep the held-out share. A question text kept in the held-out partition is not
+kept in the seen one (each partition answers it among its own scenes, but one text in train and in test
+would be a leak).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from eqagen.core import derive_rng
+from eqagen.curation.columns import combined_key, encode, require_columns
+from eqagen.curation.partition import HELD_OUT, held_out_rows
+
+COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
+FLOOR_WEIGHT = 4.0  # how much more a share below its floor costs than the same distance above a target
+
+
+@dataclass(frozen=True)
+class MixTargets:
+    """Target shares: of records per query type, of filters per family, and floors of filter shares."""
+
+    queries: dict[str, float]
+    families: dict[str, float]
+    floors: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Groups:
+    """The balanced groups: per group its rows, size, partition, query type, and filter counts per family."""
+
+    of_row: np.ndarray
+    size: np.ndarray
+    held: np.ndarray
+    key: np.ndarray  # balance_key code (shared by a text's groups in both partitions)
+    query: np.ndarray  # index into the query names
+    families: np.ndarray  # [groups, families]: filters of each family over the group's records
+    query_names: list[str]
+    family_names: list[str]
+
+
+def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
+    require_columns(table, COMPOSE_COLUMNS, "compose input")
+    key, _ = encode(table.column("balance_key"))
+    held = held_out_rows(table.column(HELD_OUT)).astype(np.int64)
+    of_row = combined_key(held, key)
+    n = int(of_row.max()) + 1 if len(of_row) else 0
+    first = np.full(n, -1, dtype=np.int64)
+    first[of_row[::-1]] = np.arange(len(of_row))[::-1]  # each group's first row
+    queries, query_values = encode(table.column("query_type"))
+    signatures, signature_values = encode(table.column("filter_families"))
+    family_names = sorted(set(targets.families) | {f for s in signature_values for f in str(s).split("+") if f})
+    per_signature = np.array(
+        [[str(s).split("+").count(f) for f in family_names] for s in signature_values], dtype=np.int64
+    ).reshape(len(signature_values), len(family_names))
+    size = np.bincount(of_row, minlength=n)
+    query_names = sorted(set(targets.queries) | set(map(str, query_values)))
+    query_index = np.array([query_names.index(str(q)) for q in query_values], dtype=np.int64)
+    return Groups(
+        of_row=of_row,
+        size=size,
+        held=held[first].astype(bool),
+        key=key[first],
+        query=query_index[queries[first]],
+        families=per_signature[signatures[first]] * size[:, None],
+        query_names=query_names,
+        family_names=family_names,
+    )
+
+
+def target_vector(names: list[str], shares: dict[str, float]) -> np.ndarray:
+    return np.array([shares.get(n, 0.0) for n in names], dtype=np.float64)
+
+
+@dataclass
+class Tally:
+    """What has been chosen so far: records, records per query type, filters per family."""
+
+    records: float
+    queries: np.ndarray
+    families: np.ndarray
+
+    def loss_if(self, size: np.ndarray, query: np.ndarray, families: np.ndarray, goal: Goal) -> np.ndarray:
+        """Per candidate (arrays over candidates): the distance of the shares from their targets once added."""
+        records = self.records + size
+        queries = self.queries[None, :] + np.eye(len(self.queries))[query] * size[:, None]
+        fams = self.families[None, :] + families
+        q_share = queries / records[:, None]
+        f_share = fams / np.maximum(fams.sum(axis=1, keepdims=True), 1)
+        below_floor = np.maximum(goal.floors[None, :] - f_share, 0.0)
+        return (
+            ((q_share - goal.queries[None, :]) ** 2).sum(axis=1)
+            + ((f_share - goal.families[None, :]) ** 2).sum(axis=1)
+            + FLOOR_WEIGHT * (below_floor**2).sum(axis=1)
+        )
+
+
+@dataclass(frozen=True)
+class Goal:
+    queries: np.ndarray
+    families: np.ndarray
+    floors: np.ndarray
+
+
+def choose_groups(
+    groups: Groups, members: np.ndarray, records: float, goal: Goal, rng: np.random.Generator
+) -> list[int]:
+    """Groups (of ``members``) in the order chosen, until ``records`` are reached or none is left."""
+    _, kind = np.unique(groups.query * (1 << 20) + _signature_code(groups.families), return_inverse=True)
+    kind = kind.ravel()
+    candidates = np.flatnonzero(members)
+    order = candidates[rng.permutation(len(candidates))]
+    queues = _queues(order, kind)
+    heads = {k: 0 for k in queues}
+    tally = Tally(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)))
+    chosen: list[int] = []
+    while tally.records < records and heads:
+        kinds = sorted(heads)
+        head = np.array([queues[k][heads[k]] for k in kinds])
+        loss = tally.loss_if(groups.size[head].astype(float), groups.query[head], groups.families[head], goal)
+        best = int(np.argmin(loss))
+        g, k = int(head[best]), kinds[best]
+        chosen.append(g)
+        tally.records += groups.size[g]
+        tally.queries[groups.query[g]] += groups.size[g]
+        tally.families += groups.families[g]
+        heads[k] += 1
+        if heads[k] == len(queues[k]):
+            del heads[k]
+    return chosen
+
+
+def _signature_code(families: np.ndarray) -> np.ndarray:
+    """One code per distinct row of family counts (per record: the counts' pattern, sizes aside)."""
+    present = (families > 0).astype(np.int64)
+    return present @ (1 << np.arange(families.shape[1], dtype=np.int64))
+
+
+def _queues(order: np.ndarray, kind: np.ndarray) -> dict[int, np.ndarray]:
+    by_kind = np.argsort(kind[order], kind="stable")
+    sorted_groups = order[by_kind]
+    sorted_kinds = kind[sorted_groups]
+    starts = np.flatnonzero(np.r_[True, sorted_kinds[1:] != sorted_kinds[:-1]]) if len(order) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(order)]
+    return {int(sorted_kinds[s]): sorted_groups[s:e] for s, e in zip(starts, ends)}
+
+
+def partition_records(groups: Groups, records: int | None, held_share: float) -> tuple[float, float]:
+    """Records wanted from the seen and the held-out partition: ``records`` in all (None: as many as the
+    partitions can supply in the right proportion), ``held_share`` of them held out."""
+    seen_pool = float(groups.size[~groups.held].sum())
+    held_pool = float(groups.size[groups.held].sum())
+    if records is None:
+        bounds = [seen_pool / (1 - held_share) if held_share < 1 else np.inf]
+        if held_share > 0:
+            bounds.append(held_pool / held_share)
+        records = int(min(bounds))
+    return records * (1 - held_share), records * held_share
+
+
+@dataclass(frozen=True)
+class ComposeConfig:
+    """The stage's section: the mix targets, the records wanted (None: as many as the partitions can supply
+    in proportion) and the share of them the held-out scenes supply."""
+
+    targets: MixTargets
+    records: int | None
+    held_share: float
+
+
+def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table, dict]:
+    """The rows of the chosen groups (in table order) and the statistics (pools, targets, shares reached):
+    the pipeline's ``compose`` stage."""
+    targets, records, held_share = config.targets, config.records, config.held_share
+    groups = read_groups(table, targets)
+    goal = Goal(
+        target_vector(groups.query_names, targets.queries),
+        target_vector(groups.family_names, targets.families),
+        target_vector(groups.family_names, targets.floors),
+    )
+    want_seen, want_held = partition_records(groups, records, held_share)
+    rng = derive_rng(seed, "curation", "compose")
+    # the held-out partition first: it is the smaller pool, and the seen one then fits its size to it
+    held = choose_groups(groups, groups.held, want_held, goal, rng)
+    got_held = float(groups.size[held].sum())
+    if 0 < held_share < 1 and got_held < want_held:  # keep the held-out share of the records
+        want_seen = min(want_seen, got_held * (1 - held_share) / held_share)
+    taken_keys = np.zeros(int(groups.key.max()) + 1 if len(groups.key) else 0, dtype=bool)
+    taken_keys[groups.key[held]] = True
+    seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, goal, rng)
+    keep = np.zeros(len(groups.size), dtype=bool)
+    keep[seen + held] = True
+    rows = np.flatnonzero(keep[groups.of_row])
+    stats = compose_stats(groups, keep, seen, held, (want_seen, want_held), targets)
+    stats["rejected"] = {"not_chosen": int(table.num_rows - len(rows))}
+    return table.take(pa.array(rows, pa.int64())), stats
+
+
+def shares(groups: Groups, chosen: np.ndarray) -> dict[str, dict[str, float]]:
+    records = groups.size[chosen].sum()
+    queries = np.bincount(groups.query[chosen], weights=groups.size[chosen], minlength=len(groups.query_names))
+    families = groups.families[chosen].sum(axis=0)
+    return {
+        "query_type": {n: round(float(v / max(records, 1)), 4) for n, v in zip(groups.query_names, queries)},
+        "filter_family": {
+            n: round(float(v / max(families.sum(), 1)), 4) for n, v in zip(groups.family_names, families)
+        },
+    }
+
+
+def compose_stats(groups: Groups, keep: np.ndarray, seen: list[int], held: list[int], wanted, targets) -> dict:
+    return {
+        "targets": {"query_type": targets.queries, "filter_family": targets.families, "floors": targets.floors},
+        "pool_records": {"seen": int(groups.size[~groups.held].sum()), "held_out": int(groups.size[groups.held].sum())},
+        "wanted_records": {"seen": round(wanted[0], 1), "held_out": round(wanted[1], 1)},
+        "chosen_records": {"seen": int(groups.size[seen].sum()), "held_out": int(groups.size[held].sum())},
+        "chosen_groups": {"seen": len(seen), "held_out": len(held)},
+        "shares": shares(groups, np.flatnonzero(keep)),
+    }

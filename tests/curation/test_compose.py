@@ -1,0 +1,102 @@
+"""Held-out scenes drawn before balancing, and the composition of balanced groups to the mix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scenes, held_out_share
+from eqagen.curation.splits import split
+
+QUERIES = ("count", "getState", "listObjects")
+FAMILIES = ("moment", "property", "state")
+
+
+@given(st.integers(2, 400), st.floats(0.01, 0.5), st.integers(0, 2**31))
+@settings(max_examples=60, deadline=None)
+def test_held_out_scenes_are_a_seeded_share_of_the_scenes(n, share, seed):
+    scenes = [f"scene-{i}" for i in range(n)]
+    held = held_out_scenes(reversed(scenes), share, seed)
+    assert held == held_out_scenes(scenes, share, seed)  # the draw depends on the scenes, not their order
+    assert held <= set(scenes) and 1 <= len(held) <= n - 1
+    assert abs(len(held) - share * n) <= 1
+
+
+def test_held_out_share_is_the_unseen_fraction_of_val_and_test():
+    assert held_out_share(0.5, (0.7, 0.15, 0.15)) == 0.5 * 0.3
+
+
+def pool(seed: int, n_groups: int = 600) -> pa.Table:
+    """Balanced groups (2 to 4 records each) of skewed kinds: many count/property, few getState/moment."""
+    rng = np.random.default_rng(seed)
+    rows = {"balance_key": [], "query_type": [], "filter_families": [], HELD_OUT: [], "scene_id": []}
+    for g in range(n_groups):
+        query = rng.choice(QUERIES, p=[0.5, 0.15, 0.35])
+        family = rng.choice(FAMILIES, p=[0.1, 0.6, 0.3])
+        held = bool(rng.random() < 0.25)
+        for r in range(int(rng.integers(2, 5))):
+            rows["balance_key"].append(f"q{g}")
+            rows["query_type"].append(str(query))
+            rows["filter_families"].append(f"{family}+property" if r % 2 else str(family))
+            rows[HELD_OUT].append(held)
+            rows["scene_id"].append(f"{'h' if held else 's'}{int(rng.integers(0, 20))}")
+    return pa.table(rows)
+
+
+TARGETS = MixTargets(
+    queries={q: 1 / 3 for q in QUERIES},
+    families={"moment": 0.2, "property": 0.5, "state": 0.3},
+    floors={"moment": 0.2},
+)
+
+
+def shares(table: pa.Table) -> tuple[dict, dict]:
+    queries = table["query_type"].to_pylist()
+    filters = [f for s in table["filter_families"].to_pylist() for f in s.split("+")]
+    return (
+        {q: queries.count(q) / len(queries) for q in QUERIES},
+        {f: filters.count(f) / len(filters) for f in FAMILIES},
+    )
+
+
+def test_composing_brings_the_shares_closer_to_the_targets_than_the_pool():
+    table = pool(0)
+    out, stats = compose(table, ComposeConfig(TARGETS, 500, 0.15), seed=3)  # the pool holds about 1,800
+    # the query types can be met exactly; the families only as far as the pool allows (half of its records
+    # carry a second, property filter, so property cannot fall to its target)
+    for got, want, before, factor in zip(shares(out), (TARGETS.queries, TARGETS.families), shares(table), (0.05, 0.7)):
+        assert sum((got[k] - want[k]) ** 2 for k in want) < factor * sum((before[k] - want[k]) ** 2 for k in want)
+    assert stats["chosen_records"]["seen"] + stats["chosen_records"]["held_out"] == out.num_rows
+
+
+def test_composition_keeps_whole_groups_the_held_out_share_and_no_text_in_both_partitions():
+    table = pool(1)
+    out, _ = compose(table, ComposeConfig(TARGETS, 800, 0.15), seed=0)
+    keys, held = out["balance_key"].to_pylist(), out[HELD_OUT].to_pylist()
+    sizes = {k: table["balance_key"].to_pylist().count(k) for k in set(keys)}
+    assert all(keys.count(k) == sizes[k] for k in set(keys))  # groups whole
+    assert not {k for k, h in zip(keys, held) if h} & {k for k, h in zip(keys, held) if not h}
+    assert abs(sum(held) / len(held) - 0.15) < 0.02
+
+
+def test_a_partitioned_split_holds_half_of_val_and_test_out_of_train():
+    table = pool(2)
+    out, _ = compose(table, ComposeConfig(TARGETS, 1000, 0.15), seed=0)
+    out = out.append_column("family", pa.array(["household"] * out.num_rows))
+    out = out.append_column("grounded", pa.array([False] * out.num_rows))
+    out = out.append_column("predicate_families", pa.array([[f] for f in out["filter_families"].to_pylist()]))
+    done, _ = split(out, {"ratios": (0.7, 0.15, 0.15)}, seed=0)
+    splits, scenes = done["split"].to_pylist(), done["scene_id"].to_pylist()
+    train_scenes = {s for s, sp in zip(scenes, splits) if sp == "train"}
+    for name in ("val", "test"):
+        rows = [s for s, sp in zip(scenes, splits) if sp == name]
+        unseen = sum(s not in train_scenes for s in rows) / len(rows)
+        assert 0.4 <= unseen <= 0.6, (name, unseen)
+
+
+def test_the_held_out_column_marks_rows_by_scene():
+    column = pa.array(["a", "b", "a", "c"]).dictionary_encode()
+    assert held_out_column(column, {"a", "c"}).to_pylist() == [True, False, True, True]
