@@ -7,7 +7,7 @@ answer values are strings (with ``answer_type`` saying how to read them), never 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from eqagen.core.rng import stable_hash
@@ -89,6 +89,17 @@ class ResultItem:
     caption: str = ""
     value: str = ""  # what the query says about this entity (getState: "off"); "" for counts, lists, yes/no
 
+    def to_dict(self) -> dict[str, Any]:
+        # written out rather than dataclasses.asdict, which deep-copies field by field (a tenth of a record's
+        # cost when every record is converted for its table)
+        return {
+            "entity": self.entity,
+            "type": self.type,
+            "position": list(self.position),
+            "caption": self.caption,
+            "value": self.value,
+        }
+
 
 @dataclass(frozen=True)
 class AnswerGroup:
@@ -104,7 +115,7 @@ class AnswerGroup:
         return {
             "predicate": self.predicate,
             "anchor": list(self.anchor) if self.anchor is not None else None,
-            "result": [asdict(r) | {"position": list(r.position)} for r in self.result],
+            "result": [r.to_dict() for r in self.result],
             "value": self.value,
         }
 
@@ -122,6 +133,16 @@ class Paraphrase:
     validated: bool = False
     attempts: int = 0
     reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "model": self.model,
+            "validated": self.validated,
+            "attempts": self.attempts,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -179,7 +200,7 @@ class QARecord:
             "answer_key": self.answer_key,
             "question": self.question,
             "answer": self.answer,
-            "paraphrase": asdict(para),
+            "paraphrase": para.to_dict(),
             "grounded": self.grounded,
             "category": self.category,
             "express_category": self.express_category,

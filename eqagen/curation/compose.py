@@ -31,6 +31,7 @@ from eqagen.curation.partition import HELD_OUT, held_out_rows
 
 COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
 FLOOR_WEIGHT = 4.0  # how much more a share below its floor costs than the same distance above a target
+FLOOR_MARGIN = 0.01  # a floor is aimed at this much above itself, so that the share does not end below it
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class Tally:
         fams = self.families[None, :] + families
         q_share = queries / records[:, None]
         f_share = fams / np.maximum(fams.sum(axis=1, keepdims=True), 1)
-        below_floor = np.maximum(goal.floors[None, :] - f_share, 0.0)
+        below_floor = np.maximum(goal.floors[None, :] + FLOOR_MARGIN - f_share, 0.0)
         return (
             ((q_share - goal.queries[None, :]) ** 2).sum(axis=1)
             + ((f_share - goal.families[None, :]) ** 2).sum(axis=1)
@@ -169,7 +170,7 @@ def partition_records(groups: Groups, records: int | None, held_share: float) ->
     held_pool = float(groups.size[groups.held].sum())
     if records is None:
         bounds = [seen_pool / (1 - held_share) if held_share < 1 else np.inf]
-        if held_share > 0:
+        if held_share > 0 and held_pool > 0:  # none at all: the split cannot hold scenes out (the audit says so)
             bounds.append(held_pool / held_share)
         records = int(min(bounds))
     return records * (1 - held_share), records * held_share
@@ -200,11 +201,12 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
     # the held-out partition first: it is the smaller pool, and the seen one then fits its size to it
     held = choose_groups(groups, groups.held, want_held, goal, rng)
     got_held = float(groups.size[held].sum())
-    if 0 < held_share < 1 and got_held < want_held:  # keep the held-out share of the records
+    if 0 < held_share < 1 and 0 < got_held < want_held:  # keep the held-out share of the records
         want_seen = min(want_seen, got_held * (1 - held_share) / held_share)
     taken_keys = np.zeros(int(groups.key.max()) + 1 if len(groups.key) else 0, dtype=bool)
     taken_keys[groups.key[held]] = True
     seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, goal, rng)
+
     keep = np.zeros(len(groups.size), dtype=bool)
     keep[seen + held] = True
     rows = np.flatnonzero(keep[groups.of_row])
@@ -234,3 +236,31 @@ def compose_stats(groups: Groups, keep: np.ndarray, seen: list[int], held: list[
         "chosen_groups": {"seen": len(seen), "held_out": len(held)},
         "shares": shares(groups, np.flatnonzero(keep)),
     }
+
+
+# A kind is asked about again while the balanced pool holds fewer than this many times its target, so that
+# the composition has groups to choose among.
+POOL_SLACK = 1.5
+# A family is asked about again only when its share of the pool's filters is below this much of its aim: one
+# just under its target (property, in most programs) would bring back nearly every question.
+FAMILY_SLACK = 0.9
+
+
+def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[str]]:
+    """The query types whose balanced records are fewer than ``POOL_SLACK`` times what the composition needs
+    of them (with no records given: whose share of the pool is below its target), and the filter families
+    whose share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most questions'
+    programs, so it is judged by its share: asking every question with it again would mostly add others)."""
+    groups = read_groups(table, config.targets)
+    records = groups.size.sum()
+    want = config.records if config.records is not None else records
+    queries = np.bincount(groups.query, weights=groups.size, minlength=len(groups.query_names))
+    families = groups.families.sum(axis=0)
+    slack = POOL_SLACK if config.records is not None else 1.0
+    scarce_queries = {
+        n for n, have in zip(groups.query_names, queries) if have < slack * config.targets.queries.get(n, 0) * want
+    }
+    aims = {n: max(config.targets.families.get(n, 0), config.targets.floors.get(n, 0)) for n in groups.family_names}
+    share = families / max(families.sum(), 1)
+    scarce_families = {n for n, have in zip(groups.family_names, share) if have < FAMILY_SLACK * aims[n]}
+    return scarce_queries, scarce_families

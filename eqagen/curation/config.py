@@ -55,6 +55,13 @@ class BalanceConfig(BaseModel):
         description="each question proposed in one scene is also asked in up to this many other scenes of its "
         "partition, one episode each (0: only where proposed)",
     )
+    ask_rounds: int = Field(
+        2,
+        ge=1,
+        le=8,
+        description="rounds of asking: each round after the first asks the questions of the query types and "
+        "filter families the balanced pool is still short of in ask_scenes more scenes",
+    )
     records: int | None = Field(
         None,
         ge=1,

@@ -55,3 +55,19 @@ def held_out_rows(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The :data:`HELD_OUT` column as a bool array."""
     code, values = encode(column, numeric=True)
     return np.array([bool(v) for v in values], dtype=bool)[code] if len(code) else np.zeros(0, dtype=bool)
+
+
+def held_out_of(questions: pa.Table) -> set[str] | None:
+    """The held-out partition of a split dataset: the scenes that no train question uses (None where that is
+    no partition: no such scene, or no train question at all). A dataset made by ``eqagen generate`` holds
+    out such scenes by construction, and its balance groups never mix them with others."""
+    scenes, splits = questions["scene_id"].to_pylist(), questions["split"].to_pylist()
+    in_train = {s for s, sp in zip(scenes, splits) if sp == "train"}
+    held = set(scenes) - in_train
+    return held if held and in_train else None
+
+
+def partitions_scenes(split: object) -> bool:
+    """Whether a split config holds scenes out by partition (a split by question, no split file, some unseen
+    share)."""
+    return split.by == "question" and split.split_file is None and split.unseen_fraction > 0

@@ -17,8 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from eqagen.core import DataFileError, stable_hash
 from eqagen.curation.config import SplitConfig
+from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_of, partitions_scenes
 from eqagen.curation.splits import split
 from eqagen.outputs.dataset import Dataset, open_dataset
 from eqagen.outputs.derived import DerivedStage, write_derived
@@ -36,13 +39,25 @@ def resplit(
     if out_dir.resolve() == in_dir.resolve():
         raise DataFileError(out_dir, None, "--out is the input directory", "write the re-split to a new directory")
     source = open_dataset(in_dir)
-    questions, stats = split(source.read_exact("questions", QUESTIONS_SCHEMA), config, seed)
+    questions, stats = split_again(source.read_exact("questions", QUESTIONS_SCHEMA), config, seed)
     fingerprint = resplit_fingerprint(source, config, seed)
     stage_stats = {"implementation": "eqagen.curation.splits:split", **stats, "resplit": True}
     stage = DerivedStage("split", config.model_dump(mode="json"), seed, stage_stats)
     with claim_output(out_dir, fingerprint, overwrite, command="resplit"):
         write_derived(source, out_dir, questions, stage, fingerprint, report)
     return stats
+
+
+def split_again(questions: pa.Table, config: SplitConfig, seed: int) -> tuple[pa.Table, dict[str, Any]]:
+    """The new split. Where the input holds scenes out of train (:func:`held_out_of`) and the new split holds
+    scenes out too, the same scenes stay held out: their balance groups are made among themselves, so they
+    can go to val and test whole (the split draws the rest anew); elsewhere the split searches for scenes."""
+    held = held_out_of(questions) if partitions_scenes(config) else None
+    if held is None:
+        return split(questions, config, seed)
+    marked = questions.append_column(HELD_OUT, held_out_column(questions["scene_id"], held))
+    out, stats = split(marked, config, seed)
+    return out.drop_columns([HELD_OUT]), {**stats, "held_out_from_input": len(held)}
 
 
 def resplit_fingerprint(source: Dataset, config: SplitConfig, seed: int) -> str:

@@ -58,13 +58,9 @@ class Ask:
     episode_id: str
 
 
-def ask_dir(store: BatchStore, plan_key: str) -> Path:
-    """Where the asked candidates of one plan live: beside the batches, named by what the plan depends on
-    (the batches, the partition, the ask settings), so a rerun with other settings never reuses them."""
-    return store.root / f"asked-{plan_key}"
-
-
 def plan_key(seed: int, held_out: set[str], ask_scenes: int) -> str:
+    """What a plan's rounds depend on beyond the batches (the folder they live in is named by it, beside the
+    batches, so a rerun with other settings never reuses them; a round also depends on the rounds before)."""
     return stable_hash(seed, sorted(held_out), ask_scenes, digest_size=8)
 
 
@@ -122,47 +118,59 @@ class Proposal:
 
 
 def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary) -> list[Proposal]:
-    """The distinct ungrounded questions proposed by the batches, in the order first proposed."""
+    """The distinct ungrounded questions proposed by the batches, in the order first proposed (only a
+    question's first row is turned into a program)."""
     position = {e: i for i, e in enumerate(vocab.episode_ids)}
-    columns = ["balance_key", "episode_id", "grounded", "program"]
-    first: dict[str, tuple[Program, int]] = {}
+    first: dict[str, int] = {}
+    programs: list[Program] = []
     scenes: dict[str, set[int]] = {}
+    columns = ["balance_key", "episode_id", "grounded", "program"]
     for table in store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns):
-        table = table.filter(pa.compute.invert(table["grounded"]))
-        keys, episodes = table["balance_key"].to_pylist(), table["episode_id"].to_pylist()
-        programs = table["program"].to_pylist()
-        for key, episode, program in zip(keys, episodes, programs):
+        new_rows: list[int] = []
+        rows = zip(table["balance_key"].to_pylist(), table["episode_id"].to_pylist(), table["grounded"].to_pylist())
+        for row, (key, episode, grounded) in enumerate(rows):
+            if grounded:
+                continue
             where = position[episode]
             scenes.setdefault(key, set()).add(int(vocab.scene[where]))
             if key not in first:
-                first[key] = (program_from_row(program), where)
-    return [Proposal(k, p, e, frozenset(scenes[k])) for k, (p, e) in first.items()]
+                first[key] = where
+                new_rows.append(row)
+        programs += [program_from_row(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
+    return [Proposal(k, p, e, frozenset(scenes[k])) for (k, e), p in zip(first.items(), programs)]
 
 
-def choose_targets(
-    proposal: Proposal, need: frozenset[str], vocab: Vocabulary, ask_scenes: int, seed: int
-) -> list[int]:
-    """Up to ``ask_scenes`` episodes to ask a proposal on: one per scene, in the proposal's partition, in
-    scenes that did not propose it, having every name it needs; drawn in a seeded order."""
-    ok = vocab.episodes_with(need) & (vocab.held_out == vocab.held_out[proposal.episode])
-    ok &= ~np.isin(vocab.scene, list(proposal.scenes))
-    candidates = np.flatnonzero(ok)
-    if candidates.size == 0:
-        return []
-    order = derive_rng(seed, "ask", proposal.key).permutation(candidates)
-    _, first = np.unique(vocab.scene[order], return_index=True)  # one episode per scene: its first in the order
-    chosen = order[np.sort(first)][:ask_scenes]
-    return sorted(chosen.tolist())
-
-
-def plan_asks(proposals: list[Proposal], vocab: Vocabulary, ask_scenes: int, seed: int) -> dict[int, list[Ask]]:
-    """The asks of every proposal, grouped by the batch of their target episode (asks in proposal order)."""
+def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator) -> np.ndarray:
+    """The episodes a proposal may be asked on, one per scene, in a random order: in its partition, in scenes
+    that did not propose it, having every name it needs. Round ``r`` asks the ``r``-th slice of it."""
     from eqagen.predicates.asking import required_names  # the question engine, imported where it is used
 
+    need = required_names(proposal.program, set(vocab.names[proposal.episode]))
+    ok = vocab.episodes_with(need) & (vocab.held_out == vocab.held_out[proposal.episode])
+    proposed_here = np.zeros(int(vocab.scene.max()) + 1, dtype=bool)
+    proposed_here[list(proposal.scenes)] = True
+    candidates = np.flatnonzero(ok & ~proposed_here[vocab.scene])
+    order = candidates[np.argsort(rng.random(candidates.size), kind="stable")]
+    _, first = np.unique(vocab.scene[order], return_index=True)  # one episode per scene: its first in the order
+    return order[np.sort(first)]
+
+
+def target_orders(proposals: list[Proposal], vocab: Vocabulary, seed: int) -> list[np.ndarray]:
+    """Every proposal's target order, drawn with the plan's one generator in proposal order."""
+    rng = derive_rng(seed, "ask", "plan")
+    return [target_order(p, vocab, rng) for p in proposals]
+
+
+def plan_round(
+    proposals: list[Proposal], orders: list[np.ndarray], wanted: list[bool], vocab: Vocabulary, start: int, count: int
+) -> dict[int, list[Ask]]:
+    """The asks of one round (each wanted proposal on the targets ``start:start+count`` of its order), grouped
+    by the batch of their target episode, in proposal order."""
     by_batch: dict[int, list[Ask]] = {}
-    for proposal in proposals:
-        need = required_names(proposal.program, set(vocab.names[proposal.episode]))
-        for target in choose_targets(proposal, need, vocab, ask_scenes, seed):
+    for proposal, order, want in zip(proposals, orders, wanted):
+        if not want:
+            continue
+        for target in sorted(order[start : start + count].tolist()):
             by_batch.setdefault(int(vocab.batch[target]), []).append(Ask(proposal.program, vocab.episode_ids[target]))
     return by_batch
 
@@ -170,8 +178,9 @@ def plan_asks(proposals: list[Proposal], vocab: Vocabulary, ask_scenes: int, see
 def ask_batch(store_root: Path, out_dir: Path, batch_name: str, asks: list[Ask], questions: Any, seed: int) -> dict:
     """Ask one batch's share of the plan on its episodes and checkpoint the records; returns the counts."""
     from eqagen.flows.stages import question_config
+    from eqagen.predicates.asking import accept, ask
     from eqagen.predicates.context import context_for
-    from eqagen.templates.records import asked_records
+    from eqagen.templates.records import make_records
 
     start = time.perf_counter()
     qconfig = question_config(questions)
@@ -183,12 +192,17 @@ def ask_batch(store_root: Path, out_dir: Path, batch_name: str, asks: list[Ask],
     for a in asks:
         if a.episode_id not in contexts:
             contexts[a.episode_id] = context_for(episode_from_row(episodes[a.episode_id]))
-        rng = derive_rng(seed, "ask", a.episode_id, a.program.signature())
-        out = asked_records(contexts[a.episode_id], a.program, qconfig, rng)
-        if isinstance(out, str):
-            rejected[out] += 1
-        else:
-            records.extend(out)
+        ctx = contexts[a.episode_id]
+        verdict = ask(ctx, a.program, qconfig)
+        if isinstance(verdict, str):
+            rejected[verdict] += 1
+            continue
+        here, answered = verdict
+
+        def make_rng(a: Ask = a) -> np.random.Generator:
+            return derive_rng(seed, "ask", a.episode_id, a.program.signature())
+
+        records.extend(make_records(ctx, accept(ctx, here, answered, make_rng)))
     summary = {
         "batch": batch_name,
         "asks": len(asks),
@@ -213,11 +227,16 @@ def read_summary(out_dir: Path, batch_name: str) -> dict | None:
 
 @dataclass
 class AskResult:
-    """The ask stage's outcome: where its candidates are, the held-out scenes, and its counts."""
+    """The ask stage's outcome: the folders of its rounds' candidates, the held-out scenes, and its counts."""
 
-    directory: Path
+    directories: list[Path]
     held_out_scenes: set[str]
     stats: dict[str, Any]
+
+
+# Given the candidate files so far and the held-out scenes, which programs are still wanted: asked again in
+# the next round.
+Wanted = Callable[[list[Path], set[str]], Callable[[Program], bool]]
 
 
 def run_ask_stage(
@@ -225,39 +244,91 @@ def run_ask_stage(
     batch_names: list[str],
     questions: Any,
     seed: int,
-    ask_scenes: int,
+    ask: AskSettings,
     held_out: Callable[[list[str]], set[str]],
+    wanted: Wanted,
     executor: Any = None,
 ) -> AskResult:
-    """Plan the asks and run each target batch's share (on ``executor``'s workers when given), skipping
-    batches a previous run finished; returns where the asked candidates are and the stage's counts."""
+    """Plan the asks and run them round by round: round 0 asks every proposal in ``ask.scenes`` scenes,
+    each later round asks the proposals that ``wanted`` still wants (given the candidates so far) in the
+    next ``ask.scenes`` scenes of their order. Each target batch's share of a round is one unit (on
+    ``executor``'s workers when given), skipped where a previous run finished it."""
     start = time.perf_counter()
     vocab = read_vocabulary(store, batch_names, held_out)
-    proposals = read_proposals(store, batch_names, vocab)
-    plan = plan_asks(proposals, vocab, ask_scenes, seed) if ask_scenes > 0 else {}
-    directory = ask_dir(store, plan_key(seed, vocab.held_out_scenes, ask_scenes))
+    proposals = read_proposals(store, batch_names, vocab) if ask.scenes > 0 else []
+    orders = target_orders(proposals, vocab, seed)
     plan_s = time.perf_counter() - start
-    todo = [i for i in range(len(batch_names)) if read_summary(directory, batch_names[i]) is None]
-    args = [(store.root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]
+    key = plan_key(seed, vocab.held_out_scenes, ask.scenes)
+    directories: list[Path] = []
+    rounds: list[dict[str, Any]] = []
+    want = [True] * len(proposals)
+    for r in range(ask.rounds if ask.scenes > 0 else 0):
+        if r > 0:
+            still = wanted(candidate_files(store, batch_names, directories), vocab.held_out_scenes)
+            want = [w and still(p.program) and len(o) > r * ask.scenes for w, p, o in zip(want, proposals, orders)]
+            if not any(want):
+                break
+        plan = plan_round(proposals, orders, want, vocab, r * ask.scenes, ask.scenes)
+        directory = store.root / f"asked-{key}-round{r}"
+        run_round(store.root, directory, batch_names, plan, questions, seed, executor)
+        directories.append(directory)
+        rounds.append(round_stats(directory, batch_names, sum(want)))
+    stats = {
+        "questions_proposed": len(proposals),
+        "held_out_scenes": len(vocab.held_out_scenes),
+        "rounds": rounds,
+        "asks": sum(r["asks"] for r in rounds),
+        "accepted": sum(r["accepted"] for r in rounds),
+        "records": sum(r["records"] for r in rounds),
+        "rejected": dict(sum((Counter(r["rejected"]) for r in rounds), Counter())),
+        "seconds": {"plan": round(plan_s, 3), "asks_cpu": round(sum(r["seconds"] for r in rounds), 3)},
+    }
+    return AskResult(directories, vocab.held_out_scenes, stats)
+
+
+@dataclass(frozen=True)
+class AskSettings:
+    scenes: int  # scenes per round
+    rounds: int
+
+
+def candidate_files(store: BatchStore, batch_names: list[str], asked: list[Path]) -> list[Path]:
+    """Every candidate question's file: the batches' proposals, then each ask round's candidates."""
+    files = [store.path(n) / "questions.parquet" for n in batch_names]
+    return files + [d / n / ASKED_FILE for d in asked for n in batch_names]
+
+
+def run_round(
+    store_root: Path,
+    directory: Path,
+    batch_names: list[str],
+    plan: dict[int, list[Ask]],
+    questions: Any,
+    seed: int,
+    executor: Any,
+) -> None:
+    todo = [i for i, name in enumerate(batch_names) if read_summary(directory, name) is None]
+    args = [(store_root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]
     if executor is not None and len(args) > 1:
         list(executor.map(_ask_batch_args, args))
     else:
         for a in args:
             ask_batch(*a)
+
+
+def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict[str, Any]:
     summaries = [read_summary(directory, n) for n in batch_names]
     rejected: Counter = Counter()
     for s in summaries:
         rejected.update(s["rejections"])
-    stats = {
-        "questions_proposed": len(proposals),
-        "held_out_scenes": len(vocab.held_out_scenes),
+    return {
+        "proposals": proposals,
         "asks": sum(s["asks"] for s in summaries),
         "accepted": sum(s["accepted"] for s in summaries),
         "records": sum(s["questions"] for s in summaries),
         "rejected": dict(sorted(rejected.items())),
-        "seconds": {"plan": round(plan_s, 3), "asks_cpu": round(sum(s["seconds"] for s in summaries), 3)},
+        "seconds": sum(s["seconds"] for s in summaries),
     }
-    return AskResult(directory, vocab.held_out_scenes, stats)
 
 
 def _ask_batch_args(args: tuple) -> dict:

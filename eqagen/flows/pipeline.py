@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eqagen.config import batches_hash, config_hash, resolved
-from eqagen.core import RunFailed
+from eqagen.core import Program, RunFailed
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
-from eqagen.curation.partition import held_out_scene_share, held_out_scenes
+from eqagen.curation.partition import held_out_scene_share, held_out_scenes, partitions_scenes
 from eqagen.flows import ask, stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
 from eqagen.outputs.audit_files import write_audit_files
@@ -158,16 +159,18 @@ def ask_everywhere(config: Any, ctx: RunContext, batch_names: list[str]) -> ask.
     from eqagen.flows.pool import active_pool  # here: the pool module imports this one
 
     split = config.split
-    share = held_out_scene_share(split.unseen_fraction, split.ratios) if stages.partitions_scenes(split) else 0.0
+    share = held_out_scene_share(split.unseen_fraction, split.ratios) if partitions_scenes(split) else 0.0
 
     def held_out(scenes: list[str]) -> set[str]:
         return held_out_scenes(scenes, share, config.seed)
 
+    def wanted(files: list[Path], held: set[str]) -> Callable[[Program], bool]:
+        return stream.still_wanted(files, config, held if partitions_scenes(split) else None)
+
     pool = active_pool()
     executor = pool.executor if pool else None
-    return ask.run_ask_stage(
-        ctx.store, batch_names, ctx.questions, config.seed, config.balance.ask_scenes, held_out, executor
-    )
+    settings = ask.AskSettings(config.balance.ask_scenes, config.balance.ask_rounds)
+    return ask.run_ask_stage(ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor)
 
 
 def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
@@ -181,10 +184,10 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     seconds["ask"] = time.perf_counter() - start
     funnel["ask"] = {"in": asked.stats["asks"], "out": asked.stats["records"], "rejected": asked.stats["rejected"]}
     start = time.perf_counter()
-    files = stream.candidate_files(ctx.store, batch_names, asked.directory)
+    files = ask.candidate_files(ctx.store, batch_names, asked.directories)
     keys = stream.read_keys(files, stream.key_columns(config))
     seconds["read"] = time.perf_counter() - start
-    held_out = asked.held_out_scenes if stages.partitions_scenes(config.split) else None
+    held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
     kept, stage_stats = stream.select(keys, config, funnel, seconds, held_out)
     stage_stats["ask"] = asked.stats
     del keys  # the candidates' keys are no longer needed

@@ -26,7 +26,7 @@ import pyarrow as pa
 from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.curation.balance import balance
 from eqagen.curation.compose import ComposeConfig, MixTargets, compose
-from eqagen.curation.partition import held_out_share
+from eqagen.curation.partition import held_out_share, partitions_scenes
 from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
 from eqagen.paraphrase.stage import paraphrase_table
@@ -46,7 +46,6 @@ DATASET_STAGE_ORDER = ("balance", "compose", "split", "paraphrase")
 # The stages that choose rows and assign splits decide over every candidate at once; they read only key
 # columns (eqagen.flows.stream). Paraphrase works row by row and is streamed over chunks of kept rows.
 SELECTION_STAGES = ("balance", "compose", "split")
-MOMENT_MARGIN = 0.01  # the temporal family's floor is its target share plus this
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def names_of(episodes: list[Episode]) -> list[set[str]]:
 def mix_targets(questions: Any, family: str) -> MixTargets:
     """The question mix the composed dataset must keep: the ``questions`` section's query and filter-family
     mixes, normalised over what the world family supports as the sampler normalises them; the temporal
-    family's share is also a floor, aimed a point above so that it does not end below."""
+    family's share is also a floor (TAG-EQA's temporal questions are not to be lost in balancing)."""
     from eqagen.predicates.registry import world_support
     from eqagen.predicates.sampler import target_shares
 
@@ -150,7 +149,7 @@ def mix_targets(questions: Any, family: str) -> MixTargets:
     family_names = tuple(sorted(support.filters))
     queries = {n: s for n, (s, _) in zip(query_names, target_shares(query_names, qconfig.query_mix))}
     families = {n: s for n, (s, _) in zip(family_names, target_shares(family_names, qconfig.family_mix))}
-    floors = {"moment": families["moment"] + MOMENT_MARGIN} if "moment" in families else {}
+    floors = {"moment": families["moment"]} if "moment" in families else {}
     return MixTargets(queries, families, floors)
 
 
@@ -159,11 +158,6 @@ def compose_section(config: Any) -> ComposeConfig:
     split = config.split
     held = held_out_share(split.unseen_fraction, split.ratios) if partitions_scenes(split) else 0.0
     return ComposeConfig(mix_targets(config.questions, config.generation.family), config.balance.records, held)
-
-
-def partitions_scenes(split: Any) -> bool:
-    """Whether the run holds scenes out before balancing (a split by question, with no split file)."""
-    return split.by == "question" and split.split_file is None and split.unseen_fraction > 0
 
 
 def run_dataset_stage(name: str, table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any], float]:

@@ -15,7 +15,7 @@ the output is the same whichever runner made the batches and however many worker
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from eqagen.core import Program
 from eqagen.curation.columns import joined_list_column
+from eqagen.curation.compose import scarce_kinds
 from eqagen.curation.partition import HELD_OUT, held_out_column
 from eqagen.flows import stages
-from eqagen.flows.ask import ASKED_FILE
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
@@ -58,12 +59,6 @@ def filter_families(program: pa.ChunkedArray) -> pa.Array:
     filters = pc.struct_field(program.combine_chunks(), "filters")
     families = pc.struct_field(filters.flatten(), "family")
     return pa.ListArray.from_arrays(filters.offsets, families)
-
-
-def candidate_files(store: BatchStore, batch_names: list[str], asked: Path | None) -> list[Path]:
-    """Every candidate question's file: the batches' proposals, then (when asked) their asked candidates."""
-    files = [store.path(n) / "questions.parquet" for n in batch_names]
-    return files + ([asked / n / ASKED_FILE for n in batch_names] if asked is not None else [])
 
 
 class KeyDictionaries:
@@ -136,6 +131,21 @@ def read_keys(files: list[Path], columns: list[str]) -> pa.Table:
     data[BATCH] = pa.array(np.concatenate(batch or [np.zeros(0, np.int32)]), pa.int32())
     data[ROW] = pa.array(np.concatenate(row or [np.zeros(0, np.int32)]), pa.int32())
     return pa.table(data)
+
+
+def still_wanted(files: list[Path], config: Any, held_out: set[str] | None) -> Callable[[Program], bool]:
+    """Which programs another round of asking should ask: those of a query type or filter family the
+    balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
+    keys = read_keys(files, key_columns(config))
+    if held_out is not None:
+        keys = keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
+    balanced, _, _ = stages.run_dataset_stage("balance", keys, config.balance, config.seed)
+    queries, families = scarce_kinds(balanced, stages.compose_section(config))
+
+    def wanted(program: Program) -> bool:
+        return program.query.name in queries or any(f.family in families for f in program.filters)
+
+    return wanted
 
 
 def select(

@@ -13,13 +13,15 @@ which episodes to skip before any evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from eqagen.core import Draws, Episode, Program
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, name_events
 from eqagen.predicates.filters import event_names, moment_spec_in
-from eqagen.predicates.sampler import Accepted, grounded_choice, judge
+from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
 def episode_names(episode: Episode) -> set[str]:
@@ -62,14 +64,22 @@ def program_in(ctx: EpisodeContext, program: Program) -> Program | None:
     return Program(tuple(filters), program.query)
 
 
-def ask(ctx: EpisodeContext, program: Program, config: QuestionConfig, rng: np.random.Generator) -> Accepted | str:
-    """The program asked on this episode: accepted (with the group its grounded twin names, drawn with
-    ``rng`` among the valid anchors, as the sampler draws it) or the rejection reason (``event_missing``
-    where an event it names did not happen here; else the exact check's reason)."""
+def ask(ctx: EpisodeContext, program: Program, config: QuestionConfig) -> tuple[Program, Answered] | str:
+    """The program asked on this episode (its moments pointing at this episode's events) and its answers, or
+    the rejection reason (``event_missing`` where an event it names did not happen here; else the exact
+    check's reason)."""
     here = program_in(ctx, program)
     if here is None:
         return "event_missing"
     verdict = judge(ctx, here, config, ctx.selection)
-    if isinstance(verdict, str):
-        return verdict
-    return Accepted(here, verdict.groups, grounded_choice(ctx, ctx.selection, here, verdict, Draws(rng)))
+    return verdict if isinstance(verdict, str) else (here, verdict)
+
+
+def accept(
+    ctx: EpisodeContext, program: Program, answered: Answered, make_rng: Callable[[], np.random.Generator]
+) -> Accepted:
+    """An asked program accepted, with the group its grounded twin names drawn among the valid anchors as the
+    sampler draws it; the generator is made only for a program with anchors (most have none)."""
+    if not any(g.anchor >= 0 for g in answered.groups):
+        return Accepted(program, answered.groups, None)
+    return Accepted(program, answered.groups, grounded_choice(ctx, ctx.selection, program, answered, Draws(make_rng())))

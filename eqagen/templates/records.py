@@ -13,7 +13,6 @@ import numpy as np
 
 from eqagen import GENERATOR_VERSION
 from eqagen.core import AnswerGroup, Episode, Program, QARecord
-from eqagen.predicates.asking import ask
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.registry import REGISTRY
@@ -102,15 +101,6 @@ def make_records(ctx: EpisodeContext, acc: Accepted) -> list[QARecord]:
             )
         )
     return records
-
-
-def asked_records(
-    ctx: EpisodeContext, program: Program, config: QuestionConfig, rng: np.random.Generator
-) -> list[QARecord] | str:
-    """The records of ``program`` (proposed in another episode) asked on this episode
-    (:func:`eqagen.predicates.asking.ask`), or the reason it cannot be asked here."""
-    verdict = ask(ctx, program, config, rng)
-    return verdict if isinstance(verdict, str) else make_records(ctx, verdict)
 
 
 def sample_questions(

@@ -115,11 +115,14 @@ def test_batches_cover_the_plan_in_tens() -> None:
 
 def test_dataset_stages_are_the_packages_own_and_stats_say_which_ran() -> None:
     from eqagen.curation.balance import balance
+    from eqagen.curation.compose import compose
     from eqagen.curation.splits import split
     from eqagen.paraphrase.stage import paraphrase_table
 
-    assert {"balance": balance, "split": split, "paraphrase": paraphrase_table} == stages.DATASET_STAGES
-    assert stages.DATASET_STAGE_ORDER.index("split") < stages.DATASET_STAGE_ORDER.index("paraphrase")
+    own = {"balance": balance, "compose": compose, "split": split, "paraphrase": paraphrase_table}
+    assert own == stages.DATASET_STAGES
+    order = stages.DATASET_STAGE_ORDER
+    assert order.index("balance") < order.index("compose") < order.index("split") < order.index("paraphrase")
     records = []
     for i in range(40):
         records += make_records(make_episode(1, f"scene-{i}", index=i), derive_rng(1, i), n=4)

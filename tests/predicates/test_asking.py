@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eqagen.core import FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import QuestionConfig, context_for
-from eqagen.predicates.asking import ask, episode_names, program_in, required_names
+from eqagen.predicates.asking import accept, ask, episode_names, program_in, required_names
 from eqagen.predicates.sampler import sample_programs
 from eqagen.predicates.validity import violations
 from tests.predicates.helpers import household_episodes
@@ -17,10 +17,11 @@ def test_a_program_asked_on_its_own_episode_gets_the_answer_it_was_accepted_with
         ctx = context_for(episode)
         accepted, _ = sample_programs(ctx, config, derive_rng(0, "questions", episode.episode_id))
         for acc in accepted:
-            verdict = ask(ctx, acc.program, config, derive_rng(1, "ask", episode.episode_id))
+            verdict = ask(ctx, acc.program, config)
             assert not isinstance(verdict, str), (acc.program.signature(), verdict)
-            assert verdict.program == acc.program
-            assert [(g.anchor, g.entities.tolist(), g.value) for g in verdict.groups] == [
+            here, answered = verdict
+            assert here == acc.program
+            assert [(g.anchor, g.entities.tolist(), g.value) for g in answered.groups] == [
                 (g.anchor, g.entities.tolist(), g.value) for g in acc.groups
             ]
             compared += 1
@@ -48,7 +49,7 @@ def test_a_moment_is_found_again_by_its_events_name():
             found += 1
         else:
             assert here is None
-            assert ask(ctx, program, QuestionConfig(), derive_rng(0)) == "event_missing"
+            assert ask(ctx, program, QuestionConfig()) == "event_missing"
             missing += 1
     assert found and missing
 
@@ -64,9 +65,10 @@ def test_asked_questions_are_valid_where_they_are_asked():
         for episode, ctx in zip(episodes[1:], contexts[1:]):
             if not need <= episode_names(episode):
                 continue
-            verdict = ask(ctx, acc.program, config, derive_rng(0, "ask", episode.episode_id))
+            verdict = ask(ctx, acc.program, config)
             if isinstance(verdict, str):
                 continue
+            verdict = accept(ctx, *verdict, lambda e=episode: derive_rng(0, "ask", e.episode_id))
             assert violations(ctx, verdict.program, None, verdict.groups) == []
             if verdict.grounded is not None:
                 anchor = ctx.anchor_position(verdict.groups[verdict.grounded].anchor)
@@ -86,7 +88,7 @@ def test_the_vocabulary_skips_only_episodes_where_a_named_thing_is_missing():
         for episode in episodes[1:]:
             if need <= episode_names(episode):
                 continue
-            verdict = ask(context_for(episode), acc.program, config, derive_rng(0))
+            verdict = ask(context_for(episode), acc.program, config)
             assert verdict in ("event_missing", "empty_answer"), verdict
             skipped += 1
     assert skipped > 20
