@@ -98,7 +98,7 @@ class EpisodeIndex:
     def anchor_rows(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """An ambiguous spec's anchors and each anchor's cells (bool ``[G, K]``)."""
         sel = self.selections[i]
-        return sel.anchors, sel.rows_at(self.ctx.flat_cells())
+        return sel.anchors, sel.rows_at(self.ctx.flat_cells)
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
@@ -128,7 +128,7 @@ def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
 def row_at_cells(ctx: EpisodeContext, sel: Selection) -> np.ndarray:
     """Bool ``[K]``: the cells a selection keeps (for an anchored one: under any of its anchors)."""
     if isinstance(sel, Anchored):
-        return sel.rows_at(ctx.flat_cells()).any(axis=0)
+        return sel.rows_at(ctx.flat_cells).any(axis=0)
     return ctx.at_cells(np.broadcast_to(sel, (ctx.T, ctx.N)))
 
 
