@@ -196,18 +196,15 @@ def selection_bits(index: EpisodeIndex, view: BitView, used: list[int]) -> int:
 
 
 def first_candidates(index: EpisodeIndex, state: SamplingState, q: QuerySpec, idx: list[int]) -> list[Candidate]:
-    """``effective_candidates`` with no filter yet, each spec's preview kept in ``state`` per view."""
-    view, pv = index.view(q)
+    """``effective_candidates`` with no filter yet, each spec's preview kept in ``state`` per view (the
+    specs not previewed yet are previewed together, against one preview of the unfiltered view)."""
     key = (view_key(q), q.args.get("subject"))
-    out = []
-    for j in idx:
-        hit = state.first_previews.get((key, j), False)
-        if hit is False:
-            found = effective_candidates(index, view, pv, [], [j])
-            hit = state.first_previews[(key, j)] = found[0] if found else None
-        if hit is not None:
-            out.append(hit)
-    return out
+    known = state.first_previews
+    new = [j for j in idx if (key, j) not in known]
+    if new:
+        found = {c.spec: c for c in effective_candidates(index, *index.view(q), [], new)}
+        known.update(((key, j), found.get(j)) for j in new)
+    return [hit for hit in (known[(key, j)] for j in idx) if hit is not None]
 
 
 def effective_candidates(
