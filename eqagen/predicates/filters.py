@@ -146,10 +146,11 @@ def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     by ``vertical_rule`` at the observations only."""
     anchors = np.flatnonzero(ctx.observed)
     t, e = np.nonzero(ctx.data)
-    d = ctx.position[t, e][None, :, :] - ctx.position[t[None, :], anchors[:, None]]  # [G, P, 3]
-    rests_on = ctx.parent[t, e][None, :] == anchors[:, None]
-    apart = ~rests_on & ~(e[None, :] == anchors[:, None])
-    seen = vertical_rule(ctx, key, d[..., 0], d[..., 1], d[..., 2], apart).any(axis=1)
+    # [P, G] offsets per axis: gathering rows of one axis' [T, N] positions, then the anchors' columns
+    dx, dy, dz = (ctx.position[t, e, i][:, None] - ctx.position[:, :, i][t][:, anchors] for i in range(3))
+    rests_on = ctx.parent[t, e][:, None] == anchors[None, :]
+    apart = ~rests_on & ~(e[:, None] == anchors[None, :])
+    seen = vertical_rule(ctx, key, dx, dy, dz, apart).any(axis=0)
     return _specs("location", key, ctx.types[anchors[seen]].tolist())
 
 
@@ -222,8 +223,8 @@ def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarr
     (farther than) a in the agent's view at t by more than ``side_margin``."""
     d = ctx.pair_offset[pairs]
     near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
-    side = {"left": -d[:, 0], "right": d[:, 0], "front": -d[:, 2], "behind": d[:, 2]}[key]
-    return near & (side > param(ctx, "side_margin"))
+    side = {"left": lambda: -d[:, 0], "right": lambda: d[:, 0], "front": lambda: -d[:, 2], "behind": lambda: d[:, 2]}
+    return near & (side[key]() > param(ctx, "side_margin"))
 
 
 def held_whenever_seen(holds: np.ndarray, who: np.ndarray) -> np.ndarray:
@@ -254,12 +255,12 @@ def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
     """``[T, N]``: e is to your left/right (egocentric x beyond ``agent_side``) or in front of you (ahead,
     within ``agent_side`` of your line of sight) as seen at that step, and was so every time you saw it."""
-    x, z = ctx.ego[..., 0], ctx.ego[..., 2]
+    t, e = np.nonzero(ctx.data)
+    x, z = ctx.ego[t, e, 0], ctx.ego[t, e, 2]  # at the observations only: the relation is read nowhere else
     side = param(ctx, "agent_side")
     rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
-    t, e = np.nonzero(ctx.data)
     out = np.zeros((ctx.T, ctx.N), dtype=bool)
-    out[t, e] = held_whenever_seen(rel[key]()[t, e], e)
+    out[t, e] = held_whenever_seen(rel[key](), e)
     return out
 
 
