@@ -114,6 +114,7 @@ class EpisodeContext:
         # (t, e) of every observation and of every event's (step, entity), sorted by entity then step: the
         # cells the sampler's index works on
         self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)
+        self.flat_cells: np.ndarray = self.cell_t * self.N + self.cell_e  # each cell's index in a flat [T, N]
 
     def flag(self, name: str) -> np.ndarray:
         """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""
@@ -140,10 +141,6 @@ class EpisodeContext:
 
     def observed_types(self) -> list[str]:
         return sorted(set(self.types[self.observed].tolist()))
-
-    def flat_cells(self) -> np.ndarray:
-        """Int ``[K]``: each cell's index in a flattened ``[T, N]`` array."""
-        return self.cell_t * self.N + self.cell_e
 
     def at_cells(self, arr: np.ndarray) -> np.ndarray:
         """``arr[t, e]`` at every cell, for a ``[T, N, ...]`` array."""

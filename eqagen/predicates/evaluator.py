@@ -72,7 +72,15 @@ def evaluate_raw(ctx: EpisodeContext, program: Program, select: Select | None = 
     filter's selection; by default its definition, called (the sampler passes the selections its index
     computed from the same definitions once per episode)."""
     qdef = REGISTRY.query(program.query.name)
-    mask, grouped, where = combine(ctx, program.filters, base_mask(ctx, program, qdef), select or ctx.selection)
+    return groups_on(ctx, program, qdef, base_mask(ctx, program, qdef), select or ctx.selection)
+
+
+def groups_on(
+    ctx: EpisodeContext, program: Program, qdef: QueryDef, base: np.ndarray, select: Select
+) -> list[RawGroup]:
+    """``evaluate_raw`` given the program's ``base_mask`` (programs that differ in their filters only, as
+    the validity rules' dropped filters, share it)."""
+    mask, grouped, where = combine(ctx, program.filters, base, select)
     pairs = [(-1, mask)] if grouped is None else list(zip(grouped.anchors.tolist(), grouped.masks & mask[None]))
     groups = []
     for anchor, gmask in pairs:

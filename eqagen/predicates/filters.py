@@ -96,8 +96,9 @@ def state_is(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 # -- location -----------------------------------------------------------------------------------------
 def encloses(ctx: EpisodeContext) -> np.ndarray:
     """Bool ``[N]``: receptacles whose contents are "inside" (fridge, drawer) rather than "on" them."""
-    inside = ctx.capable(param(ctx, "enclosing_capability"))
-    return inside | np.isin(ctx.types, list(param(ctx, "inside_types")))
+    inside_types = set(param(ctx, "inside_types"))  # a set test per entity: np.isin sorts object arrays
+    by_type = np.array([t in inside_types for t in ctx.types.tolist()], dtype=bool)
+    return ctx.capable(param(ctx, "enclosing_capability")) | by_type
 
 
 def on_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
@@ -118,24 +119,26 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return Anchored(anchors, masks)
 
 
-def vertical_rule(ctx: EpisodeContext, d: np.ndarray, rests_on: np.ndarray, itself: np.ndarray) -> dict:
-    """The above/under rule on offsets ``d = pos(e) - pos(anchor)`` (``[..., 3]``), given whether e rests on
-    the anchor or is the anchor: within ``above_radius`` of it horizontally (in the x-z plane) and higher
-    (lower) by a vertical gap in (``above_min_dy``, ``above_max_dy``], and neither the anchor itself nor
-    resting directly on it ("on", not "above")."""
+def vertical_rule(
+    ctx: EpisodeContext, key: str, dx: np.ndarray, dy: np.ndarray, dz: np.ndarray, apart: np.ndarray
+) -> np.ndarray:
+    """The above/under rule on offsets ``(dx, dy, dz) = pos(e) - pos(anchor)``, given where e is ``apart``
+    from the anchor (neither the anchor itself nor resting directly on it: "on", not "above"): within
+    ``above_radius`` of it horizontally (in the x-z plane) and higher (``above``) or lower (``under``) by a
+    vertical gap in (``above_min_dy``, ``above_max_dy``]."""
     lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
-    base = (d[..., 0] ** 2 + d[..., 2] ** 2 <= r * r) & ~rests_on & ~itself
-    dy = d[..., 1]
-    return {"above": base & (dy > lo) & (dy <= hi), "under": base & (-dy > lo) & (-dy <= hi)}
+    gap = dy if key == "above" else -dy
+    return (dx**2 + dz**2 <= r * r) & apart & (gap > lo) & (gap <= hi)
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     """``above``/``under`` <type>: ``vertical_rule`` against each instance, at every step and entity."""
     anchors = ctx.instances(spec.value)
-    d = ctx.position[None, :, :, :] - ctx.position[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, N, 3]
+    at = ctx.position[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
+    dx, dy, dz = (ctx.position[None, :, :, i] - at[..., i] for i in range(3))  # [G, T, N] each
     itself = np.arange(ctx.N)[None, None, :] == anchors[:, None, None]
     rests_on = ctx.parent[None, :, :] == anchors[:, None, None]
-    return Anchored(anchors, vertical_rule(ctx, d, rests_on, itself)[spec.key])
+    return Anchored(anchors, vertical_rule(ctx, spec.key, dx, dy, dz, ~rests_on & ~itself))
 
 
 def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
@@ -143,9 +146,11 @@ def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     by ``vertical_rule`` at the observations only."""
     anchors = np.flatnonzero(ctx.observed)
     t, e = np.nonzero(ctx.data)
-    d = ctx.position[t, e][None, :, :] - ctx.position[t[None, :], anchors[:, None]]  # [G, P, 3]
-    rests_on = ctx.parent[t, e][None, :] == anchors[:, None]
-    seen = vertical_rule(ctx, d, rests_on, e[None, :] == anchors[:, None])[key].any(axis=1)
+    # [P, G] offsets per axis: gathering rows of one axis' [T, N] positions, then the anchors' columns
+    dx, dy, dz = (ctx.position[t, e, i][:, None] - ctx.position[:, :, i][t][:, anchors] for i in range(3))
+    rests_on = ctx.parent[t, e][:, None] == anchors[None, :]
+    apart = ~rests_on & ~(e[:, None] == anchors[None, :])
+    seen = vertical_rule(ctx, key, dx, dy, dz, apart).any(axis=0)
     return _specs("location", key, ctx.types[anchors[seen]].tolist())
 
 
@@ -218,8 +223,8 @@ def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarr
     (farther than) a in the agent's view at t by more than ``side_margin``."""
     d = ctx.pair_offset[pairs]
     near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
-    side = {"left": -d[:, 0], "right": d[:, 0], "front": -d[:, 2], "behind": d[:, 2]}[key]
-    return near & (side > param(ctx, "side_margin"))
+    side = {"left": lambda: -d[:, 0], "right": lambda: d[:, 0], "front": lambda: -d[:, 2], "behind": lambda: d[:, 2]}
+    return near & (side[key]() > param(ctx, "side_margin"))
 
 
 def held_whenever_seen(holds: np.ndarray, who: np.ndarray) -> np.ndarray:
@@ -239,7 +244,9 @@ def stable_pairs(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarray
 
 def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np.ndarray:
     """``[G, T, N]``: the (stable) relation ``key`` against each of ``anchors`` (sorted entity indices)."""
-    pairs = stable_pairs(ctx, key, np.flatnonzero(np.isin(ctx.pair_a, anchors)))
+    is_anchor = np.zeros(ctx.N, dtype=bool)
+    is_anchor[anchors] = True
+    pairs = stable_pairs(ctx, key, np.flatnonzero(is_anchor[ctx.pair_a]))
     stack = np.zeros((anchors.size, ctx.T, ctx.N), dtype=bool)
     stack[np.searchsorted(anchors, ctx.pair_a[pairs]), ctx.pair_t[pairs], ctx.pair_e[pairs]] = True
     return stack
@@ -248,12 +255,12 @@ def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
     """``[T, N]``: e is to your left/right (egocentric x beyond ``agent_side``) or in front of you (ahead,
     within ``agent_side`` of your line of sight) as seen at that step, and was so every time you saw it."""
-    x, z = ctx.ego[..., 0], ctx.ego[..., 2]
+    t, e = np.nonzero(ctx.data)
+    x, z = ctx.ego[t, e, 0], ctx.ego[t, e, 2]  # at the observations only: the relation is read nowhere else
     side = param(ctx, "agent_side")
     rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
-    t, e = np.nonzero(ctx.data)
     out = np.zeros((ctx.T, ctx.N), dtype=bool)
-    out[t, e] = held_whenever_seen(rel[key]()[t, e], e)
+    out[t, e] = held_whenever_seen(rel[key](), e)
     return out
 
 

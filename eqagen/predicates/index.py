@@ -98,7 +98,7 @@ class EpisodeIndex:
     def anchor_rows(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """An ambiguous spec's anchors and each anchor's cells (bool ``[G, K]``)."""
         sel = self.selections[i]
-        return sel.anchors, sel.rows_at(self.ctx.flat_cells())
+        return sel.anchors, sel.rows_at(self.ctx.flat_cells)
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
@@ -128,7 +128,7 @@ def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
 def row_at_cells(ctx: EpisodeContext, sel: Selection) -> np.ndarray:
     """Bool ``[K]``: the cells a selection keeps (for an anchored one: under any of its anchors)."""
     if isinstance(sel, Anchored):
-        return sel.rows_at(ctx.flat_cells()).any(axis=0)
+        return sel.rows_at(ctx.flat_cells).any(axis=0)
     return ctx.at_cells(np.broadcast_to(sel, (ctx.T, ctx.N)))
 
 
@@ -218,8 +218,8 @@ def seed_cells(ctx: EpisodeContext, q: QuerySpec, shares: dict[str, float]) -> S
         cells = qdef.seeds(ctx, q) if qdef.seeds else ctx.data
         ok = ctx.at_cells(cells) & qdef.applies(ctx, q)[ctx.cell_e]
     if q.name == "getProperty":  # the seed is in the answer: of a type whose value the question can ask
-        varying = np.array([not single_value(ctx, q.arg, t) for t in ctx.types.tolist()], dtype=bool)
-        ok &= varying[ctx.cell_e]
+        varying = np.array([not single_value(ctx, q.arg, t) for t in ctx.type_names.tolist()], dtype=bool)
+        ok &= varying[ctx.type_code[ctx.cell_e]]  # asked once per type, not per entity
     ks = ok.nonzero()[0]
     es = ctx.cell_e[ks]
     starts = run_starts(es) if ks.size else ks
@@ -253,6 +253,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     by_cell = np.ascontiguousarray(holds.T)
     type_rows = ctx.type_code[ctx.cell_e][None, :] == np.arange(len(ctx.type_names))[:, None]
     key_of = [keys.index((s.family, s.key)) for s in specs]
+    query_args = sorted({(q.name, q.arg) for q in all_queries})  # counting events: one per kind, alike here
     return EpisodeIndex(
         ctx=ctx,
         queries=queries,
@@ -272,5 +273,5 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         type_cells=dict(zip(ctx.type_names.tolist(), rows_to_ints(type_rows, layout))),
         views=build_views(ctx, all_queries, layout),
         seeds={view_key(q): seed_cells(ctx, q, shares) for q in all_queries},
-        allowed={(q.name, q.arg): allowed_specs(keys, key_of, q) for q in all_queries},
+        allowed={(name, arg): allowed_specs(keys, key_of, QuerySpec(name, arg)) for name, arg in query_args},
     )

@@ -90,6 +90,9 @@ class Candidate:
     size: int
 
 
+NOT_PREVIEWED = Candidate(-1, 0, 0)  # a first preview not computed yet (``SamplingState.first_previews``)
+
+
 @dataclass
 class SamplingState:
     """What the sampling of one episode changes as it goes (the mix counts, the accepted programs' keys, how
@@ -104,8 +107,9 @@ class SamplingState:
     seen: set = field(default_factory=set)
     type_uses: dict[tuple, list[int]] = field(default_factory=dict)
     # the preview of each spec as a first filter, per view (query view and subject): a pure function of the
-    # episode, kept for the episode because every proposal starts with it
-    first_previews: dict[tuple, Candidate | None] = field(default_factory=dict)
+    # episode, kept for the episode because every proposal starts with it (a list indexed by spec, NOT_PREVIEWED
+    # until a proposal needs it, None where the spec is no first filter)
+    first_previews: dict[tuple, list[Candidate | None]] = field(default_factory=dict)
 
     @classmethod
     def start(cls, index: EpisodeIndex, config: QuestionConfig) -> SamplingState:
@@ -196,18 +200,16 @@ def selection_bits(index: EpisodeIndex, view: BitView, used: list[int]) -> int:
 
 
 def first_candidates(index: EpisodeIndex, state: SamplingState, q: QuerySpec, idx: list[int]) -> list[Candidate]:
-    """``effective_candidates`` with no filter yet, each spec's preview kept in ``state`` per view."""
-    view, pv = index.view(q)
+    """``effective_candidates`` with no filter yet, each spec's preview kept in ``state`` per view (the
+    specs not previewed yet are previewed together, against one preview of the unfiltered view)."""
     key = (view_key(q), q.args.get("subject"))
-    out = []
-    for j in idx:
-        hit = state.first_previews.get((key, j), False)
-        if hit is False:
-            found = effective_candidates(index, view, pv, [], [j])
-            hit = state.first_previews[(key, j)] = found[0] if found else None
-        if hit is not None:
-            out.append(hit)
-    return out
+    known = state.first_previews.get(key) or state.first_previews.setdefault(key, [NOT_PREVIEWED] * len(index.specs))
+    new = [j for j in idx if known[j] is NOT_PREVIEWED]
+    if new:
+        found = {c.spec: c for c in effective_candidates(index, *index.view(q), [], new)}
+        for j in new:
+            known[j] = found.get(j)
+    return [hit for hit in map(known.__getitem__, idx) if hit is not None]
 
 
 def effective_candidates(

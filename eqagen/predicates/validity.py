@@ -19,7 +19,7 @@ import numpy as np
 
 from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext, context_for
-from eqagen.predicates.evaluator import RawGroup, Select, evaluate_raw
+from eqagen.predicates.evaluator import RawGroup, Select, base_mask, evaluate_raw, groups_on
 from eqagen.predicates.filters import AGENT, EVENT_ARGS
 from eqagen.predicates.registry import REGISTRY, Anchored
 
@@ -41,15 +41,14 @@ class Asked:
     groups: list[RawGroup]
     select: Select
     dropped: list[list[RawGroup]]  # the program's answer groups with each filter dropped in turn
+    asked_groups: list[RawGroup]  # the groups the question is about: its anchor's group when grounded, else all
+    yes_no: bool  # the query answers yes or no
 
-    @property
-    def yes_no(self) -> bool:
-        return REGISTRY.query(self.program.query.name).answer_type(self.program.query) == "yes/no"
-
-    @property
-    def asked_groups(self) -> list[RawGroup]:
-        """The groups the question is about: its anchor's group when grounded, else all of them."""
-        return raw_groups_for(self.ctx, self.groups, self.anchor)
+    @classmethod
+    def of(cls, ctx: EpisodeContext, program: Program, anchor: Anchor | None, groups, select, dropped) -> Asked:
+        """The question, with the groups it asks about and its answer type found once for every rule."""
+        yes_no = REGISTRY.query(program.query.name).answer_type(program.query) == "yes/no"
+        return cls(ctx, program, anchor, groups, select, dropped, raw_groups_for(ctx, groups, anchor), yes_no)
 
     def content(self, groups: list[RawGroup]) -> frozenset[tuple[str, ...]]:
         """``reader_content`` of raw groups."""
@@ -107,7 +106,9 @@ def content_without(q: Asked, i: int) -> frozenset[tuple[str, ...]]:
 def dropped_answers(ctx: EpisodeContext, program: Program, select: Select) -> list[list[RawGroup]]:
     """The program's answer groups with each filter dropped in turn (what effectiveness compares): computed
     once per program, whichever anchor its questions name."""
-    return [evaluate_raw(ctx, without(program, i), select) for i in range(len(program.filters))]
+    qdef = REGISTRY.query(program.query.name)
+    base = base_mask(ctx, program, qdef)  # the query's mask before any filter: the same for every drop
+    return [groups_on(ctx, without(program, i), qdef, base, select) for i in range(len(program.filters))]
 
 
 def unchanged_without_some_filter(q: Asked) -> bool:
@@ -126,15 +127,19 @@ def same_as_unfiltered(q: Asked) -> bool:
 
 
 # -- position filters have a definite moment ----------------------------------------------------------
-def relation_at(q: Asked, spec: FilterSpec, anchor: int) -> np.ndarray | None:
-    """``[T, N]``: where the position filter ``spec`` holds against one anchor entity (-1: you), by the
-    filter's definition; None when the key does not apply to that anchor ("behind you" is never seen)."""
-    if spec.value == AGENT and spec.key == "behind":
-        return None
-    sel = q.select(spec)
+def relation_at(sel: np.ndarray | Anchored, anchor: int) -> np.ndarray:
+    """``[T, N]``: where a position filter's selection ``sel`` holds against one anchor entity (-1: you)."""
     if isinstance(sel, Anchored):
         return sel.masks[int(np.flatnonzero(sel.anchors == anchor)[0])]
     return sel
+
+
+def position_selection(q: Asked, spec: FilterSpec) -> np.ndarray | Anchored | None:
+    """The selection of position filter ``spec`` by its definition; None when the key does not apply to its
+    anchor ("behind you" is never seen)."""
+    if spec.value == AGENT and spec.key == "behind":
+        return None
+    return q.select(spec)
 
 
 def filter_anchors(ctx: EpisodeContext, spec: FilterSpec, group: RawGroup) -> list[int]:
@@ -181,13 +186,13 @@ def indefinite_moment(q: Asked) -> bool:
     named_moment = any(f.family == "moment" for f in q.program.filters)
     admitted = admitted_steps(q)
     for spec in positions:
-        opposite = FilterSpec(spec.family, OPPOSITE[spec.key], spec.value)
+        holds = position_selection(q, spec)
+        against = position_selection(q, FilterSpec(spec.family, OPPOSITE[spec.key], spec.value))
         for e, a in position_pairs(q, spec):
             seen = both_seen(q.ctx, e, a)
-            if not named_moment and not relation_at(q, spec, a)[seen, e].all():
+            if not named_moment and not relation_at(holds, a)[seen, e].all():
                 return True
-            against = relation_at(q, opposite, a)
-            if against is not None and (against[:, e] & seen & admitted[:, e]).any():
+            if against is not None and (relation_at(against, a)[:, e] & seen & admitted[:, e]).any():
                 return True
     return False
 
@@ -272,7 +277,7 @@ def violations(
     select = select or ctx.selection
     groups = evaluate_raw(ctx, program, select) if groups is None else groups
     dropped = dropped_answers(ctx, program, select) if dropped is None else dropped
-    q = Asked(ctx, program, anchor, groups, select, dropped)
+    q = Asked.of(ctx, program, anchor, groups, select, dropped)
     if not q.asked_groups:
         raise ValueError(f"no answer group to judge for {program.signature()} at anchor {anchor}")
     return [name for name, rule in RULES.items() if rule(q)]

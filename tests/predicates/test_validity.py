@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from eqagen.core import Episode, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.generators.household.objects import catalog
 from eqagen.predicates import QuestionConfig, evaluate, sample_questions
-from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.validity import RULES, reader_content, violations, without
+from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.predicates.evaluator import evaluate_raw
+from eqagen.predicates.sampler import sample_programs
+from eqagen.predicates.validity import RULES, dropped_answers, reader_content, violations, without
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import family_episodes, household_episodes
 from tests.predicates.planted import planted_questions
@@ -212,3 +214,20 @@ def test_constant_property_reads_the_family_table():
     hh = EpisodeContext(household_episodes(1)[0])
     kind = str(hh.types[hh.observed][0])
     assert "constant_property" in violations(hh, Program((), QuerySpec("getProperty", "utility", {"subject": kind})))
+
+
+# -- the dropped-filter answers share the query's base mask: they answer as the plain evaluation does ----------
+def raw_answer(groups) -> list[tuple]:
+    return [(g.anchor, g.filter_index, g.entities.tolist(), g.value, g.last_t.tolist()) for g in groups]
+
+
+def test_dropped_answers_are_each_program_without_one_filter_evaluated():
+    compared = 0
+    for ep in family_episodes():
+        ctx = context_for(ep)
+        accepted, _ = sample_programs(ctx, QuestionConfig(), derive_rng(5, "questions", ep.episode_id))
+        for p in (acc.program for acc in accepted):
+            dropped = [raw_answer(groups) for groups in dropped_answers(ctx, p, ctx.selection)]
+            assert dropped == [raw_answer(evaluate_raw(ctx, without(p, i))) for i in range(len(p.filters))]
+            compared += len(p.filters)
+    assert compared > 100
