@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -279,18 +280,19 @@ def test_audit_against_openeqa_prints_na_for_what_openeqa_has_not(demo: Path, tm
 # --- limits ---------------------------------------------------------------------------------------------
 
 
-def test_workers_are_capped_at_the_cpus_this_process_may_use(monkeypatch, capsys) -> None:
+def test_workers_are_capped_at_the_cpus_this_process_may_use(capsys) -> None:
+    """The machine's own CPU count (this process's affinity mask), not a stand-in."""
     from eqagen.config import load_config
 
-    monkeypatch.setattr(cli, "available_cpus", lambda: 3)
-    config = cli.with_usable_workers(load_config("demo", ["runner.workers=64", "runner.kind=processes"]))
-    assert config.runner.workers == 3
+    cpus = len(os.sched_getaffinity(0))
+    config = cli.with_usable_workers(load_config("demo", ["runner.workers=4096", "runner.kind=processes"]))
+    assert config.runner.workers == cpus
     assert first_line(capsys.readouterr().err) == (
-        "eqagen: note: 64 workers asked for, but this process may use 3 CPUs; using 3"
+        f"eqagen: note: 4096 workers asked for, but this process may use {cpus} CPUs; using {cpus}"
     )
     remote = load_config("demo", ["runner.workers=64", "runner.kind=dask", "runner.address=tcp://10.0.0.5:8786"])
     assert cli.with_usable_workers(remote).runner.workers == 64, "an existing cluster brings its own workers"
-    same = load_config("demo", ["runner.workers=2"])
+    same = load_config("demo", ["runner.workers=1"])
     assert cli.with_usable_workers(same) is same and capsys.readouterr().err == ""
 
 

@@ -80,7 +80,6 @@ def test_a_successful_run_leaves_no_empty_log_and_prints_nothing_but_its_summary
     assert all(p.stat().st_size > 0 for p in (out / ".eqagen" / "logs").glob("*.log"))
 
 
-@pytest.mark.slow
 def test_a_killed_prefect_server_is_restarted_and_the_run_gives_the_same_shards(tmp_path, reference) -> None:
     """A run whose server died once logged errors every 7 s for 231 s and exited 1 with no summary."""
     out = tmp_path / "restarted"
@@ -155,7 +154,6 @@ def children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow
 def test_sigterm_stops_a_run_and_its_capped_workers(tmp_path) -> None:
     """`--workers 100000` forked until the kernel killed processes, and SIGTERM did not stop it."""
     from eqagen.core.limits import available_cpus

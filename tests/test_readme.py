@@ -118,3 +118,12 @@ def test_the_fresh_machine_commands_are_those_ci_runs() -> None:
     assert quick.splitlines() == [f"{setup} && .venv/bin/eqagen generate demo --out out/demo",
                                   f"{setup} && .venv/bin/python -m pytest"]  # fmt: skip
     assert quick.splitlines()[1] in (REPO_ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_reads_the_folder_the_plain_way_of_each_library() -> None:
+    """The issue's reads, with no extra argument: pandas and polars on the questions folder, DuckDB on a
+    recursive glob, ``load_dataset`` on the dataset folder (the reads themselves run in the test above)."""
+    code = "\n".join(reading_blocks())
+    for call in ('pd.read_parquet("out/demo/questions")', 'pl.read_parquet("out/demo/questions")',
+                 "read_parquet('out/demo/questions/**/*.parquet')", 'load_dataset("out/demo")'):  # fmt: skip
+        assert call in code, call
