@@ -178,7 +178,7 @@ def test_audit_of_the_demo_recomputes_stats_json_and_passes_every_check(demo_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks = json.loads(report.read_text())["checks"]
     assert checks and all(c["ok"] for c in checks)
-    assert recorded["funnel"]["balance"]["out"] == sum(recorded["dataset"]["questions"]["per_split"].values())
+    assert recorded["funnel"]["split"]["out"] == sum(recorded["dataset"]["questions"]["per_split"].values())
 
 
 def test_audit_rules_reports_each_validity_rule_as_the_checker_counts_it(demo_run, tmp_path) -> None:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from eqagen.core import derive_rng
-from eqagen.curation.columns import combined_key, encode, require_columns
+from eqagen.curation.columns import combined_key, encode, joined_list_column, require_columns
 from eqagen.curation.partition import HELD_OUT, held_out_rows
 
 COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
@@ -58,15 +58,22 @@ class Groups:
 
 
 def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
-    require_columns(table, COMPOSE_COLUMNS, "compose input")
+    """The groups of a balanced table (no :data:`HELD_OUT` column: no scene is held out; ``filter_families``
+    as a list per row, or as the key table's joined signature)."""
+    require_columns(table, [c for c in COMPOSE_COLUMNS if c != HELD_OUT], "compose input")
     key, _ = encode(table.column("balance_key"))
-    held = held_out_rows(table.column(HELD_OUT)).astype(np.int64)
+    has_held = HELD_OUT in table.column_names
+    held = held_out_rows(table.column(HELD_OUT)) if has_held else np.zeros(table.num_rows, dtype=bool)
+    held = held.astype(np.int64)
     of_row = combined_key(held, key)
     n = int(of_row.max()) + 1 if len(of_row) else 0
     first = np.full(n, -1, dtype=np.int64)
     first[of_row[::-1]] = np.arange(len(of_row))[::-1]  # each group's first row
     queries, query_values = encode(table.column("query_type"))
-    signatures, signature_values = encode(table.column("filter_families"))
+    families_column = table.column("filter_families")
+    if pa.types.is_list(families_column.type):
+        families_column = joined_list_column(families_column)
+    signatures, signature_values = encode(families_column)
     family_names = sorted(set(targets.families) | {f for s in signature_values for f in str(s).split("+") if f})
     per_signature = np.array(
         [[str(s).split("+").count(f) for f in family_names] for s in signature_values], dtype=np.int64

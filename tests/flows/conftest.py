@@ -15,9 +15,10 @@ register_backend("household", "fixture")(FixtureBackend)
 @pytest.fixture
 def small_config():
     def make(*overrides: str, seed: int | None = None):
+        # balance.ask_scenes=0: the fixture sampler's programs are not the engine's, there is nothing to ask
         base = ["generation.backend=fixture", "generation.n_episodes=23", "generation.batch_size=5",
                 "output.rows_per_shard=17", "runner.kind=inline", "runner.progress=false",
-                "balance.ask_scenes=0"]  # the fixture sampler's programs are not the engine's: nothing to ask  # fmt: skip
+                "balance.ask_scenes=0"]  # fmt: skip
         return load_config("demo", [*base, *overrides], seed=seed)
 
     return make

@@ -9,8 +9,10 @@ import pytest
 
 from eqagen.curation.audit import episode_stats, iter_shards, read_table
 from eqagen.curation.balance import balance
+from eqagen.curation.compose import compose
+from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scene_share, held_out_scenes
 from eqagen.curation.splits import split
-from eqagen.flows import pipeline, stages, stream
+from eqagen.flows import ask, pipeline, stages, stream
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
@@ -23,9 +25,17 @@ def by_id(table: pa.Table) -> pa.Table:
 
 
 def reference_questions(config, ctx: pipeline.RunContext, names: list[str]) -> pa.Table:
-    """The whole candidates table in memory, through the three stage functions in turn."""
+    """The whole candidates table in memory, its held-out scenes marked, through the four stage functions in
+    turn (nothing is asked: the fixture sampler's programs are not the engine's)."""
     table = stages.with_config_hash(ctx.store.read_questions(names), ctx.config_hash)
+    scenes = ctx.store.read_episodes(names)["scene_id"].to_pylist()
+    share = held_out_scene_share(config.split.unseen_fraction, config.split.ratios)
+    table = table.append_column(
+        HELD_OUT, held_out_column(table["scene_id"], held_out_scenes(scenes, share, config.seed))
+    )
+    table = table.append_column(stream.FILTER_FAMILIES, stream.filter_families(table["program"]))
     table, _ = balance(table, config.balance, config.seed)
+    table, _ = compose(table, stages.compose_section(config), config.seed)
     table, _ = split(table, config.split, config.seed)
     table, _ = paraphrase_table(table, config.paraphrase, config.seed)
     return stages.conform(table, QUESTIONS_SCHEMA)
@@ -66,7 +76,7 @@ def test_key_table_holds_only_the_selection_columns(tmp_path, small_config) -> N
     pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
-    keys = stream.read_keys(ctx.store, names, stream.key_columns(config))
+    keys = stream.read_keys(ask.candidate_files(ctx.store, names, []), stream.key_columns(config))
     assert "program" not in keys.column_names and "structured_answer" not in keys.column_names
     assert set(config.split.stratify_by) <= set(keys.column_names)
     assert keys.num_rows == ctx.store.read_questions(names).num_rows
@@ -88,9 +98,9 @@ def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
     pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
-    keys = stream.read_keys(ctx.store, names, stream.key_columns(config))
-    kept, _ = stream.select(keys, config, {}, {})
-    for rows in stream.kept_rows(ctx.store, names, kept, ctx.config_hash):
+    files = ask.candidate_files(ctx.store, names, [])
+    kept, _ = stream.select(stream.read_keys(files, stream.key_columns(config)), config, {}, {}, None)
+    for rows in stream.kept_rows(files, kept, ctx.config_hash):
         assert rows.num_rows < kept.num_rows  # else the check below could not tell
         for name in ("choices", "split"):
             column = pa.table({name: rows[name]})

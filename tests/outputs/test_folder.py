@@ -285,8 +285,9 @@ def test_a_new_layout_replaces_the_files_of_the_old_one_and_nothing_else(copy, t
     manifest = read_manifest(copy)
     for shard in manifest["shards"]:
         table, name = shard["path"].split("/")
-        split = name.split("-")[0]
-        old = f"{table}/split={split}/part-00000.parquet" if table == "questions" else f"{table}/part-00000.parquet"
+        split, index = name.split("-")[0], int(name.split("-")[1])
+        part = f"part-{index:05d}.parquet"
+        old = f"{table}/split={split}/{part}" if table == "questions" else f"{table}/{part}"
         (copy / old).parent.mkdir(parents=True, exist_ok=True)
         (copy / shard["path"]).rename(copy / old)
         shard["path"] = old
