@@ -129,8 +129,9 @@ def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: S
 def names_of(episodes: list[Episode]) -> list[set[str]]:
     """What each episode can be asked about by name (the ask stage's vocabulary)."""
     from eqagen.predicates.asking import episode_names
+    from eqagen.predicates.context import context_for
 
-    return [episode_names(ep) for ep in episodes]
+    return [episode_names(context_for(ep)) for ep in episodes]
 
 
 # --- dataset-level stages -------------------------------------------------------------------------

@@ -6,9 +6,10 @@ A program names things by their type ("the countertop", "a mug") and events by t
 exist; it is asked there only if it passes the same exact check (``sampler.judge``: an answer of a size
 to ask about and every validity rule) as where it was proposed.
 
-``names``: what an episode can be asked about by name (its observed object types and its events' names),
-and what a program needs of an episode (the types and events it names): a cheap vocabulary that tells
-which episodes to skip before any evaluation.
+``names``: what an episode can be asked about by name (its observed object types, its events' names and
+the filter specs that can hold in it), and what a program needs of an episode (its filters, events and
+subject): a vocabulary that tells which episodes to skip before any evaluation (about a third of the
+episodes that have every type and event a question names give no answer for want of a filter's value).
 """
 
 from __future__ import annotations
@@ -17,30 +18,41 @@ from collections.abc import Callable
 
 import numpy as np
 
-from eqagen.core import Draws, Episode, Program
+from eqagen.core import Draws, FilterSpec, Program
 from eqagen.predicates.config import QuestionConfig
-from eqagen.predicates.context import EpisodeContext, name_events
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import event_names, moment_spec_in
+from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
-def episode_names(episode: Episode) -> set[str]:
-    """The names a question can use of this episode: the types of the objects the agent saw and the
-    canonical names of its events."""
-    visible = episode.timeline.field("visible").astype(bool).any(axis=0)
-    types = np.asarray(episode.entities.type, dtype=object)[visible]
-    return set(types.tolist()) | {ev.name for ev in name_events(episode)}
+def spec_name(spec: FilterSpec) -> str:
+    """A filter spec as a name of the vocabulary: its content but the args an episode alone gives meaning to
+    (a moment's event indices; a moment is named by its events instead)."""
+    receptacle = spec.args.get("receptacle", "")
+    return f"{spec.family}:{spec.key}={spec.value}" + (f"@{receptacle}" if receptacle else "")
+
+
+def episode_names(ctx: EpisodeContext) -> set[str]:
+    """The names a question can use of this episode: the types of the objects the agent saw, the canonical
+    names of its events, and every filter spec that can hold here (the registered ``values`` of each filter
+    key its world family supports: what the sampler's index starts from)."""
+    specs = {
+        spec_name(spec)
+        for family in ctx.support.filters
+        for key in ctx.support.filter_keys(family)
+        if family != "moment"
+        for spec in REGISTRY.filter(family, key).values(ctx, key)
+    }
+    return set(ctx.observed_types()) | {ev.name for ev in ctx.events} | specs
 
 
 def program_names(program: Program) -> set[str]:
-    """Everything a program names that an episode may lack: its filters' values and receptacles, its events,
-    its subject. (Values that are not names of a type or an event, such as a colour, are kept too; a caller
-    compares them with the names of the episode the program came from.)"""
+    """Everything a program names that an episode may lack: its filters (moments by their events' names),
+    its subject."""
     names: set[str] = set()
     for f in program.filters:
-        names.update(event_names(f) if f.family == "moment" else [f.value])
-        if "receptacle" in f.args:
-            names.add(f.args["receptacle"])
+        names.update(event_names(f) if f.family == "moment" else [spec_name(f)])
     subject = program.query.args.get("subject")
     return names | {subject} if subject else names
 

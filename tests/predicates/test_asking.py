@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eqagen.core import FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import QuestionConfig, context_for
-from eqagen.predicates.asking import accept, ask, episode_names, program_in, required_names
+from eqagen.predicates.asking import accept, ask, episode_names, program_in, program_names, required_names
 from eqagen.predicates.sampler import sample_programs
 from eqagen.predicates.validity import violations
 from tests.predicates.helpers import household_episodes
@@ -61,9 +61,9 @@ def test_asked_questions_are_valid_where_they_are_asked():
     accepted, _ = sample_programs(source, config, derive_rng(0, "questions", episodes[0].episode_id))
     judged = 0
     for acc in accepted:
-        need = required_names(acc.program, episode_names(episodes[0]))
+        need = required_names(acc.program, episode_names(contexts[0]))
         for episode, ctx in zip(episodes[1:], contexts[1:]):
-            if not need <= episode_names(episode):
+            if not need <= episode_names(ctx):
                 continue
             verdict = ask(ctx, acc.program, config)
             if isinstance(verdict, str):
@@ -80,15 +80,16 @@ def test_asked_questions_are_valid_where_they_are_asked():
 def test_the_vocabulary_skips_only_episodes_where_a_named_thing_is_missing():
     """An episode without one of the names a question needs gives it no answer there."""
     config, episodes = QuestionConfig(), household_episodes(20)
-    source = context_for(episodes[0])
-    accepted, _ = sample_programs(source, config, derive_rng(0, "questions", episodes[0].episode_id))
+    contexts = [context_for(e) for e in episodes]
+    accepted, _ = sample_programs(contexts[0], config, derive_rng(0, "questions", episodes[0].episode_id))
     skipped = 0
     for acc in accepted:
-        need = required_names(acc.program, episode_names(episodes[0]))
-        for episode in episodes[1:]:
-            if need <= episode_names(episode):
+        need = required_names(acc.program, episode_names(contexts[0]))
+        assert need == program_names(acc.program)  # the proposing episode has every name its program needs
+        for ctx in contexts[1:]:
+            if need <= episode_names(ctx):
                 continue
-            verdict = ask(context_for(episode), acc.program, config)
+            verdict = ask(ctx, acc.program, config)
             assert verdict in ("event_missing", "empty_answer"), verdict
             skipped += 1
     assert skipped > 20
