@@ -7,7 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from eqagen.curation.audit_run import Check, audit_dir, checks_as_dicts, compare_with, validity_checks
+from eqagen.curation.audit_run import (
+    Check,
+    audit_dir,
+    checks_as_dicts,
+    compare_with,
+    failed_criteria,
+    validity_checks,
+)
 from eqagen.outputs.exports import EXPORT_FORMATS, export
 from eqagen.outputs.report import write_report
 
@@ -49,7 +56,11 @@ def run_audit(args: argparse.Namespace) -> int:
     elif args.rules:  # the rules read the shards, which failed their checks: say so rather than stop on them
         checks.append(Check("validity rules", False, "not judged: the folder failed the checks above"))
     for c in checks:
-        print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
+        shown = c.detail and (c.measured or not c.ok)
+        print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if shown else ""))
+    missed = failed_criteria(checks)
+    if missed:
+        print(f"method criteria missed: {', '.join(missed)}")
     q, n_episodes = stats["questions"], stats["episodes"]["episodes"]
     print(f"{q['questions']} questions {q['per_split']}, {n_episodes} episodes, {q['scenes']} scenes")
     if args.against:
