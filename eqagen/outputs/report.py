@@ -78,7 +78,7 @@ def measured_rows(measured: Mapping[str, Any], label: str = "") -> list[dict[str
     mapping with ``ok``) or plain value; ``ok`` None where nothing is judged."""
     rows: list[dict[str, Any]] = []
     for key, value in measured.items():
-        name = f"{label} {key}".strip()
+        name = f"{label} {key}".strip() if key != "per_query_type" else label  # "majority count", not "per_query_type"
         if isinstance(value, Mapping) and not ("ok" in value or all(_plain(v) for v in value.values())):
             rows += measured_rows(value, name)
         elif isinstance(value, Mapping):
