@@ -78,6 +78,13 @@ def test_unseen_share_does_not_apply_to_a_split_file_or_an_empty_held_out_split(
     assert "not applicable" in C.unseen_share(train_only, targets(train_only)).detail
 
 
+def test_unseen_share_of_a_split_by_scene_is_all_of_it():
+    q = table(_split_rows(["new1", "new2"], ["new3", "seen"]))
+    result = C.unseen_share(q, targets(q, {"split": {"by": "scene"}}))
+    assert result.target == "each of val and test in [0.95, 1.00]"
+    assert result.measured == {"val": {"share": 1.0, "ok": True}, "test": {"share": 0.5, "ok": False}}
+
+
 # -- content balance -------------------------------------------------------------------------------------
 def test_content_balance_fails_groups_balanced_only_in_form_or_unequal():
     q = table([
@@ -172,6 +179,16 @@ def test_blind_baselines_at_chance_where_each_group_shares_one_text():
     assert {m: r["overall"]["accuracy"] for m, r in result.measured.items()} == {
         "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5,
     }  # fmt: skip
+
+
+def test_blind_baselines_read_the_paraphrase_where_it_leaks():
+    # one template text per group, but each paraphrase names its answer: only the paraphrase model beats chance
+    rows = [row(f"{s}{g}{m}", s, "s", f"{s}{g}", [str(m)], paraphrase=f"kind {g} {('alpha', 'beta')[m - 1]}")
+            for s in ("train", "test") for g in range(5) for m in (1, 2)]  # fmt: skip
+    result = C.blind_baselines(table(rows))
+    assert result.measured["tfidf_question"]["overall"]["ok"]
+    assert result.measured["tfidf_paraphrase"]["overall"] == {"n": 10, "accuracy": 1.0, "chance": 0.5, "ok": False}
+    assert "tfidf_paraphrase overall 1.000 vs chance 0.500" in result.detail
 
 
 def test_criteria_do_not_depend_on_row_order():
