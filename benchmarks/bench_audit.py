@@ -32,6 +32,7 @@ def synthetic_questions(n: int, n_episodes: int, rng: np.random.Generator) -> pa
     fams = np.array(["property", "location", "state", "position", "moment"])
     fam_lists = [sorted(set(fams[rng.integers(0, 5, k)].tolist())) for k in rng.integers(1, 4, n)]
     validated = rng.random(n) < 0.6
+    answer_keys = rng.integers(0, 4, n).astype(str)
     return pa.table({
         "question_id": [f"q{i:07d}" for i in range(n)],
         "episode_id": [f"ep{e}" for e in ep],
@@ -40,7 +41,10 @@ def synthetic_questions(n: int, n_episodes: int, rng: np.random.Generator) -> pa
         "split": rng.choice(["train", "val", "test"], n, p=[0.7, 0.15, 0.15]),
         "query_type": rng.choice(["count", "listObjects", "getState", "getProperty", "getLocation"], n),
         "answer_type": rng.choice(["number", "yes/no", "color"], n),
-        "answer_key": rng.integers(0, 4, n).astype(str),
+        "answer_key": answer_keys,
+        "structured_answer": [[{"predicate": "", "anchor": None, "result": [], "value": a}] for a in answer_keys],
+        "program": [{"filters": [{"family": f, "key": "k", "value": "v", "args": "{}"} for f in fl],
+                     "query": {"name": "count", "arg": "", "args": "{}"}} for fl in fam_lists],
         "grounded": rng.random(n) < 0.4,
         "category": rng.choice(list(OPENEQA_CATEGORIES), n),
         "express_category": rng.choice(["counting", "location"], n),

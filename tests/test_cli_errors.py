@@ -264,7 +264,9 @@ def test_audit_against_openeqa_prints_na_for_what_openeqa_has_not(demo: Path, tm
     path = tmp_path / "open-eqa.json"
     path.write_text(json.dumps(items))
     code, out, _ = run_main(["audit", str(demo), "--against", str(path)], capsys)
-    assert code == 0
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert all(line.startswith("FAILED  criterion ") for line in failed), failed  # the comparison is what counts
+    assert code == (1 if failed else 0)
     table = out.split("\n\n", 1)[1]
     rows = {}
     for line in table.splitlines()[1:]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eqagen.core import DataFileError
+from eqagen.curation.criteria import method_criteria
 
 QUESTION_COLUMNS = (
     "question_id", "episode_id", "scene_id", "family", "backend", "split", "query_type", "answer_type",
     "answer_key", "grounded", "category", "express_category", "balance_key", "predicate_families",
-    "n_filters", "question", "answer", "paraphrase",
+    "n_filters", "question", "answer", "paraphrase", "program", "structured_answer",
 )  # fmt: skip
 EPISODE_COLUMNS = ("episode_id", "family", "backend", "scene_id", "meta", "steps")
 
@@ -180,6 +181,23 @@ def paraphrase_stats(q: pa.Table) -> dict[str, Any]:
     }
 
 
+EXAMPLES_PER_QUERY_TYPE = 5
+
+
+def example_questions(q: pa.Table, n: int = EXAMPLES_PER_QUERY_TYPE) -> dict[str, list[dict[str, str]]]:
+    """Per query type, the first ``n`` test questions by question id with their answers (all splits where
+    there is no test split): what report.html shows a reader."""
+    test = q.filter(pc.equal(q["split"], "test"))
+    pool = test if test.num_rows else q
+    rows = pool.select(["question_id", "query_type", "question", "answer"]).sort_by("question_id").to_pylist()
+    out: dict[str, list[dict[str, str]]] = {}
+    for row in rows:
+        chosen = out.setdefault(row.pop("query_type"), [])
+        if len(chosen) < n:
+            chosen.append(row)
+    return dict(sorted(out.items()))
+
+
 def question_stats(q: pa.Table) -> dict[str, Any]:
     return {
         "questions": q.num_rows,
@@ -195,6 +213,7 @@ def question_stats(q: pa.Table) -> dict[str, Any]:
         "balance": balance_stats(q),
         "leakage": leakage_stats(q),
         "paraphrase": paraphrase_stats(q),
+        "examples": example_questions(q),
     }
 
 
@@ -284,15 +303,31 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def stats_from_tables(questions: pa.Table, episodes: pa.Table | Iterable[pa.Table]) -> dict[str, Any]:
-    """The recomputable part of stats.json: questions as one table, episodes as one or a stream of tables."""
-    return {"questions": question_stats(questions), "episodes": episode_stats(episodes)}
+def stats_from_tables(
+    questions: pa.Table, episodes: pa.Table | Iterable[pa.Table], config: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The recomputable part of stats.json: questions as one table, episodes as one or a stream of tables;
+    ``config`` (the manifest's) sets the method criteria's targets (defaults where None)."""
+    return {
+        "questions": question_stats(questions),
+        "episodes": episode_stats(episodes),
+        "criteria": method_criteria(questions, config),
+    }
+
+
+def manifest_config(out_dir: Path) -> dict[str, Any] | None:
+    """The resolved config of a dataset's manifest.json, or None where there is none to read."""
+    try:
+        config = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return config if isinstance(config, dict) else None
 
 
 def dataset_stats(out_dir: Path) -> dict[str, Any]:
-    """The recomputable part of stats.json, read back from the shards."""
+    """The recomputable part of stats.json, read back from the shards (targets from its manifest)."""
     q = read_table(out_dir, "questions", QUESTION_COLUMNS)
-    return stats_from_tables(q, iter_shards(out_dir, "episodes", EPISODE_COLUMNS))
+    return stats_from_tables(q, iter_shards(out_dir, "episodes", EPISODE_COLUMNS), manifest_config(out_dir))
 
 
 def build_stats(
@@ -300,8 +335,9 @@ def build_stats(
     episodes: pa.Table | Iterable[pa.Table],
     funnel: dict[str, dict[str, Any]],
     stages: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole stats.json: ``funnel`` is ``{stage: {"in": n, "out": n, "rejected": {reason: n}}}``
     as the stages counted it; ``stages`` holds each stage's own statistics (balance, split,
-    paraphrase tokens and cache hits, timings)."""
-    return {"funnel": funnel, "stages": stages or {}, "dataset": stats_from_tables(questions, episodes)}
+    paraphrase tokens and cache hits, timings); ``config`` is the manifest's (the criteria's targets)."""
+    return {"funnel": funnel, "stages": stages or {}, "dataset": stats_from_tables(questions, episodes, config)}

@@ -7,7 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from eqagen.curation.audit_run import Check, audit_dir, checks_as_dicts, compare_with, validity_checks
+from eqagen.curation.audit_run import (
+    Check,
+    audit_dir,
+    checks_as_dicts,
+    compare_with,
+    failed_criteria,
+    validity_checks,
+)
 from eqagen.outputs.exports import EXPORT_FORMATS, export
 from eqagen.outputs.report import write_report
 
@@ -44,12 +51,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_audit(args: argparse.Namespace) -> int:
     stats, checks = audit_dir(args.dir)
-    if args.rules and all(c.ok for c in checks):
+    readable = all(c.ok for c in checks if not c.measured)  # a missed method criterion leaves the shards readable
+    if args.rules and readable:
         checks += validity_checks(args.dir)
     elif args.rules:  # the rules read the shards, which failed their checks: say so rather than stop on them
         checks.append(Check("validity rules", False, "not judged: the folder failed the checks above"))
     for c in checks:
-        print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if c.detail and not c.ok else ""))
+        shown = c.detail and (c.measured or not c.ok)
+        print(f"{'ok    ' if c.ok else 'FAILED'}  {c.name}" + (f": {c.detail}" if shown else ""))
+    missed = failed_criteria(checks)
+    if missed:
+        print(f"method criteria missed: {', '.join(missed)}")
     q, n_episodes = stats["questions"], stats["episodes"]["episodes"]
     print(f"{q['questions']} questions {q['per_split']}, {n_episodes} episodes, {q['scenes']} scenes")
     if args.against:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from eqagen.core import DataFileError
+from eqagen.core import ConfigError, DataFileError
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, stats_from_tables
 from eqagen.curation.validity_audit import REASONS, check_output
 from eqagen.outputs.dataset import Dataset, integrity_checks, load_dataset_folder
@@ -28,6 +28,10 @@ class Check:
     name: str
     ok: bool
     detail: str = ""
+    measured: bool = False  # a method criterion: its detail (measured vs target) is printed even when met
+
+
+CRITERION_PREFIX = "criterion "
 
 
 def _load_json(path: Path) -> Any:
@@ -57,9 +61,11 @@ def recomputed_stats(dataset: Dataset) -> dict[str, Any]:
     """The statistics of the shards the manifest lists and that are present (a missing one is a failed check)."""
     present = {rel: path for rel, path in dataset.shard_paths.items() if path.is_file()}
     readable = Dataset(dataset.root, dataset.manifest, present)
-    return stats_from_tables(
-        readable.read("questions", QUESTION_COLUMNS), readable.iter_tables("episodes", EPISODE_COLUMNS)
-    )
+    questions = readable.read("questions", QUESTION_COLUMNS)
+    try:
+        return stats_from_tables(questions, readable.iter_tables("episodes", EPISODE_COLUMNS), dataset.manifest.config)
+    except ConfigError as err:  # the manifest's config sets the criteria's targets
+        raise DataFileError(dataset.root / "manifest.json", err.key, err.problem, "regenerate the dataset") from err
 
 
 def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
@@ -97,6 +103,18 @@ def check_dataset(stats: dict[str, Any]) -> list[Check]:
     ]
 
 
+def check_criteria(stats: dict[str, Any]) -> list[Check]:
+    """One check per method criterion (:mod:`eqagen.curation.criteria`), as recomputed from the shards."""
+    return [
+        Check(f"{CRITERION_PREFIX}{name}", c["ok"], f"{c['detail']} (target: {c['target']})", measured=True)
+        for name, c in stats["criteria"].items()
+    ]
+
+
+def failed_criteria(checks: list[Check]) -> list[str]:
+    return [c.name.removeprefix(CRITERION_PREFIX) for c in checks if c.measured and not c.ok]
+
+
 def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
     """Recomputed statistics and the checks; raises DataFileError for a directory that is no dataset."""
     out_dir = Path(out_dir)
@@ -109,6 +127,7 @@ def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
     elif readable:
         checks.append(Check("stats.json present", False, "missing"))
     checks += check_dataset(recomputed)
+    checks += check_criteria(recomputed)
     return recomputed, checks
 
 

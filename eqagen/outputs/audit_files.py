@@ -36,7 +36,7 @@ def write_audit_files(
     report: bool = True,
 ) -> list[str]:
     """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html."""
-    stats = build_stats(questions, episodes, funnel, stage_stats)
+    stats = build_stats(questions, episodes, funnel, stage_stats, manifest.get("config"))
     write_json_atomic(stats, Path(out_dir) / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), Path(out_dir))
     if not report:

@@ -73,6 +73,35 @@ def split_plot(per_split_family: Mapping[str, Mapping[str, int]]) -> str:
     return _png(fig)
 
 
+def measured_rows(measured: Mapping[str, Any], label: str = "") -> list[dict[str, Any]]:
+    """A criterion's measured values as table rows ``{label, text, ok}``: one row per judged entry (a
+    mapping with ``ok``) or plain value; ``ok`` None where nothing is judged."""
+    rows: list[dict[str, Any]] = []
+    for key, value in measured.items():
+        name = f"{label} {key}".strip() if key != "per_query_type" else label  # "majority count", not "per_query_type"
+        if isinstance(value, Mapping) and not ("ok" in value or all(_plain(v) for v in value.values())):
+            rows += measured_rows(value, name)
+        elif isinstance(value, Mapping):
+            text = ", ".join(f"{k} {_number(v)}" for k, v in value.items() if k != "ok")
+            rows.append({"label": name, "text": text, "ok": value.get("ok")})
+        else:
+            rows.append({"label": name, "text": _number(value), "ok": None})
+    return rows
+
+
+def _plain(value: Any) -> bool:
+    return not isinstance(value, Mapping)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def criteria_view(criteria: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each method criterion with its target, its verdict and its measured values as rows."""
+    return [{"name": name, **c, "rows": measured_rows(c.get("measured", {}))} for name, c in criteria.items()]
+
+
 def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit") -> str:
     q = stats["dataset"]["questions"]
     d = q["distributions"]
@@ -95,7 +124,8 @@ def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit")
         plots.insert(0, ("Funnel", funnel_plot(stats["funnel"])))
     if q.get("per_split_query_type"):
         plots.append(("Splits", split_plot(q["per_split_query_type"])))
-    return _TEMPLATES.get_template("report.html.j2").render(title=title, stats=stats, plots=plots)
+    criteria = criteria_view(stats["dataset"].get("criteria", {}))
+    return _TEMPLATES.get_template("report.html.j2").render(title=title, stats=stats, plots=plots, criteria=criteria)
 
 
 def write_report(stats: Mapping[str, Any], path: Path) -> Path:

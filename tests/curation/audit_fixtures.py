@@ -51,11 +51,15 @@ def random_questions(rng: np.random.Generator, n: int, episodes: list[Episode]) 
         ep = episodes[int(rng.integers(len(episodes)))]
         fams = sorted(set(rng.choice(FAMILIES, int(rng.integers(1, 4))).tolist()))
         validated = bool(rng.random() < 0.6)
+        answer_key = str(rng.integers(0, 3))
+        filters = [{"family": f, "key": "k", "value": "v", "args": "{}"} for f in fams]
         rows.append({
             "question_id": f"q{i:05d}", "episode_id": ep.episode_id, "scene_id": ep.scene_id,
             "family": "household", "backend": "embedded", "split": str(rng.choice(splits, p=[0.7, 0.15, 0.15])),
             "query_type": str(rng.choice(QUERY_TYPES)), "answer_type": str(rng.choice(["number", "yes/no"])),
-            "answer_key": str(rng.integers(0, 3)), "grounded": bool(rng.random() < 0.4),
+            "answer_key": answer_key, "grounded": bool(rng.random() < 0.4),
+            "program": {"filters": filters, "query": {"name": "count", "arg": "", "args": "{}"}},
+            "structured_answer": [{"predicate": "", "anchor": None, "result": [], "value": answer_key}],
             "category": str(rng.choice(OPENEQA_CATEGORIES)), "express_category": "counting",
             "balance_key": f"how many things of kind {int(rng.integers(0, 15))}?", "predicate_families": fams,
             "n_filters": len(fams), "question": "how many cups " * int(rng.integers(1, 4)), "answer": "two",

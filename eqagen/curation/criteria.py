@@ -1,0 +1,374 @@
+"""The method's criteria, recomputed from the questions table alone (``eqagen audit`` enforces them).
+
+Each criterion is one small function over the questions table (and the targets the manifest's config
+sets) returning a :class:`Criterion`: what was measured, the target, whether it is met and one line
+that says so. Their results go into ``stats.json`` (``dataset.criteria``) with the other statistics,
+and ``eqagen audit`` fails, naming them, when any is missed. docs/audit.md says where each target
+comes from.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ValidationError
+
+from eqagen.core import ConfigError, DataFileError, UnknownNameError
+from eqagen.curation.config import SplitConfig
+from eqagen.predicates.config import QuestionConfig
+from eqagen.predicates.registry import world_support
+from eqagen.predicates.sampler import target_shares
+
+CRITERIA_COLUMNS = (
+    "question_id", "scene_id", "family", "split", "query_type", "balance_key", "question", "paraphrase",
+    "program", "structured_answer",
+)  # fmt: skip
+UNSEEN_TOLERANCE = 0.05  # held-out splits: unseen share within this of split.unseen_fraction
+MIX_TOLERANCE = 0.03  # query-type and filter-family shares within this of the config's mix
+BLIND_TOLERANCE = 0.02  # a blind model's accuracy within this of chance
+MIN_JUDGED_RECORDS = 100  # a query type's blind baseline is judged from this many test records on
+EXAMPLES = 3  # failing balance groups quoted
+MOMENT = "moment"
+REGENERATE = "regenerate the dataset with eqagen generate"
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    name: str
+    ok: bool
+    measured: dict[str, Any]
+    target: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class MethodTargets:
+    """What the config asks of the dataset, read from the manifest's resolved config (defaults where a
+    section is missing, as in a dataset built by hand)."""
+
+    unseen_fraction: float
+    split_by: str
+    split_file: bool
+    query_mix: dict[str, float]
+    family_mix: dict[str, float]
+    world: str | None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None, questions: pa.Table) -> MethodTargets:
+        """Raises ConfigError naming the section where the config's split or questions section is invalid."""
+        config = config or {}
+        split = _section(SplitConfig, config, "split")
+        asked = _section(QuestionConfig, config, "questions")
+        generation = config.get("generation")
+        world = generation.get("family") if isinstance(generation, Mapping) else None
+        return cls(
+            unseen_fraction=split.unseen_fraction,
+            split_by=split.by,
+            split_file=split.split_file is not None,
+            query_mix=dict(asked.query_mix),
+            family_mix=dict(asked.family_mix),
+            world=world or _most_common(questions, "family"),
+        )
+
+
+def _section(model: type[ModelT], config: Mapping[str, Any], name: str) -> ModelT:
+    try:
+        return model.model_validate(config.get(name) or {})
+    except ValidationError as err:
+        raise ConfigError(f"config.{name}", err.errors()[0]["msg"]) from err
+
+
+def _most_common(table: pa.Table, column: str) -> str | None:
+    if column not in table.column_names or table.num_rows == 0:
+        return None
+    return Counter(table[column].to_pylist()).most_common(1)[0][0]
+
+
+def not_applicable(name: str, target: str, why: str) -> Criterion:
+    return Criterion(name, True, {}, target, f"not applicable: {why}")
+
+
+# -- answer content --------------------------------------------------------------------------------------
+def answer_contents(questions: pa.Table) -> list[str]:
+    """Per record, the distinct values of its answer groups, sorted and joined with " | ": what a reader
+    must say. Two answers that differ only in how many anchors repeat a value ("1" and "1 | 1") have the
+    same content."""
+    answers = questions["structured_answer"].combine_chunks()
+    values = pc.struct_field(pc.list_flatten(answers), "value").to_pylist()
+    parents = pc.list_parent_indices(answers).to_numpy()
+    distinct: list[set[str]] = [set() for _ in range(questions.num_rows)]
+    for parent, value in zip(parents, values):
+        distinct[parent].add(value or "")
+    return [" | ".join(sorted(s)) for s in distinct]
+
+
+def group_contents(keys: Sequence[str], contents: Sequence[str]) -> dict[str, list[str]]:
+    """Per balance group, its distinct contents, sorted."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for key, content in zip(keys, contents):
+        seen[key].add(content)
+    return {key: sorted(s) for key, s in seen.items()}
+
+
+# -- 1. unseen share -------------------------------------------------------------------------------------
+def unseen_share(questions: pa.Table, targets: MethodTargets) -> Criterion:
+    """For val and for test, the share of records whose scene no train record uses."""
+    name = "unseen_share"
+    if targets.split_file:
+        return not_applicable(name, "n/a", "the split was read from a split file")
+    centre = 1.0 if targets.split_by == "scene" else targets.unseen_fraction  # by scene: all held out
+    low, high = max(centre - UNSEEN_TOLERANCE, 0.0), min(centre + UNSEEN_TOLERANCE, 1.0)
+    target = f"each of val and test in [{low:.2f}, {high:.2f}]"
+    splits, scenes = questions["split"].to_pylist(), questions["scene_id"].to_pylist()
+    train_scenes = {sc for sp, sc in zip(splits, scenes) if sp == "train"}
+    measured: dict[str, Any] = {}
+    for held_out in ("val", "test"):
+        unseen = [sc not in train_scenes for sp, sc in zip(splits, scenes) if sp == held_out]
+        if unseen:
+            share = round(float(np.mean(unseen)), 6)
+            measured[held_out] = {"share": share, "ok": low <= share <= high}
+    if not measured:
+        return not_applicable(name, target, "no val or test records")
+    missed = [s for s, v in measured.items() if not v["ok"]]
+    detail = ", ".join(f"{s} {v['share']:.3f}" for s, v in measured.items())
+    return Criterion(name, not missed, measured, target, detail + (f" (missed: {', '.join(missed)})" if missed else ""))
+
+
+# -- 2. content balance ----------------------------------------------------------------------------------
+def content_balance(questions: pa.Table, contents: Sequence[str] | None = None) -> Criterion:
+    """Every balance group has at least 2 distinct contents, each equally frequent."""
+    contents = answer_contents(questions) if contents is None else contents
+    per_group: dict[str, Counter] = defaultdict(Counter)
+    for key, content in zip(questions["balance_key"].to_pylist(), contents):
+        per_group[key][content] += 1
+    failing = {k: c for k, c in per_group.items() if len(c) < 2 or len(set(c.values())) > 1}
+    records = sum(sum(c.values()) for c in failing.values())
+    examples = [f"{k!r}: {dict(sorted(failing[k].items()))}" for k in sorted(failing)[:EXAMPLES]]
+    measured = {"groups": len(per_group), "failing_groups": len(failing), "failing_records": records}
+    detail = f"{len(failing)} of {len(per_group)} groups ({records} records) not balanced on content"
+    return Criterion(
+        "content_balance",
+        not failing,
+        measured,
+        "0 failing groups",
+        detail + (", e.g. " + "; ".join(examples) if examples else ""),
+    )
+
+
+# -- 3. mix ----------------------------------------------------------------------------------------------
+def _supported(world: str | None) -> tuple[list[str], list[str]] | None:
+    """The world family's query types and filter families, or None where it is not known."""
+    if world is None:
+        return None
+    try:
+        support = world_support(world)
+    except UnknownNameError:
+        return None
+    return sorted(support.queries), sorted(support.filters)
+
+
+def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[str, float]:
+    """The mix's share of each name, as the sampler steers towards it (``sampler.target_shares``): names the
+    mix does not name weigh as the average named one; the shares sum to 1 over ``names``."""
+    return {n: round(share, 6) for n, (share, _) in zip(names, target_shares(tuple(names), dict(mix)))}
+
+
+def _shares(counts: Counter, names: Sequence[str]) -> dict[str, float]:
+    total = sum(counts.values()) or 1
+    return {n: round(counts.get(n, 0) / total, 6) for n in names}
+
+
+def _on_target(share: float, target: float) -> bool:
+    return abs(share - target) <= MIX_TOLERANCE + 1e-9
+
+
+def _judged(shares: Mapping[str, float], targets: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    return {n: {"share": shares[n], "target": targets[n], "ok": _on_target(shares[n], targets[n])} for n in targets}
+
+
+def _missed_shares(label: str, judged: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return [f"{label} {n} {e['share']:.3f} vs {e['target']:.3f}" for n, e in judged.items() if not e["ok"]]
+
+
+def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
+    """Query-type shares (per record) and filter-family shares (per filter) against the config's mixes,
+    normalised over what the world family supports; the moment family at least its share."""
+    supported = _supported(targets.world)
+    query_counts = Counter(questions["query_type"].to_pylist())
+    filters = pc.list_flatten(questions["program"].combine_chunks().field("filters"))
+    family_counts = Counter(pc.struct_field(filters, "family").to_pylist())
+    queries, families = supported or (
+        sorted(set(targets.query_mix) | set(query_counts)),
+        sorted(set(targets.family_mix) | set(family_counts)),
+    )
+    query_targets = normalised_targets(queries, targets.query_mix)
+    family_targets = normalised_targets(families, targets.family_mix)
+    measured: dict[str, Any] = {
+        "query_type": _judged(_shares(query_counts, queries), query_targets),
+        "filter_family": _judged(_shares(family_counts, families), family_targets),
+    }
+    missed = _missed_shares("query", measured["query_type"]) + _missed_shares("family", measured["filter_family"])
+    unsupported = sorted((set(query_counts) - set(queries)) | (set(family_counts) - set(families)))
+    if unsupported:
+        measured["unsupported"] = {"names": ", ".join(unsupported), "ok": False}
+        missed.append(f"not supported by {targets.world}: {', '.join(unsupported)}")
+    moment = family_targets.get(MOMENT)
+    if moment:  # temporal questions: the family the sampler loses first, so it has a floor of its own
+        share = measured["filter_family"][MOMENT]["share"]
+        measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
+        if not measured["moment_floor"]["ok"]:
+            missed.append(f"moment {share:.3f} below {moment:.3f}")
+    target = f"each share within ±{MIX_TOLERANCE} of the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
+    detail = "all shares on target" if not missed else "missed: " + ", ".join(missed)
+    return Criterion("mix", not missed, measured, target, detail)
+
+
+# -- 4. blind baselines ----------------------------------------------------------------------------------
+Answerer = Callable[[np.ndarray], list[str]]  # test row indices -> the content each is answered with
+
+
+def majority_answers(keys: Sequence[str], contents: Sequence[str], test: np.ndarray) -> list[str]:
+    """Each test record answered with the most frequent content of its balance group among the test
+    records (ties: the lexicographically smallest)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for i in test:
+        counts[keys[i]][contents[i]] += 1
+    best = {k: min(c, key=lambda content: (-c[content], content)) for k, c in counts.items()}
+    return [best[keys[i]] for i in test]
+
+
+OTHER = "\x00other"  # the class of every train content that no test record may answer with
+
+
+def text_model_answers(
+    texts: Sequence[str], contents: Sequence[str], choices: Sequence[Sequence[str]], train: np.ndarray, test: np.ndarray
+) -> list[str]:
+    """A blind multiple-choice model: TF-IDF over words and word pairs with logistic regression, fitted on
+    the train records (text -> content) and asked, for each test record, which of its ``choices`` is most
+    likely (a content the model never saw: probability 0; ties: the lexicographically smallest).
+
+    Train contents that are no test record's choice are fitted as one class: they can never be picked, and
+    with a class each the fit would grow with every rare list of objects (minutes instead of seconds)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # imported here: only this criterion needs it
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
+
+    pickable = {c for options in choices for c in options}
+    labels = [contents[i] if contents[i] in pickable else OTHER for i in train]
+    if len(set(labels)) < 2:  # nothing to learn: every choice the model knows is equally likely
+        known = set(labels)
+        return [min(options, key=lambda c: (c not in known, c)) for options in choices]
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2))
+    features = vectorizer.fit_transform([texts[i] for i in train])
+    model = LogisticRegression(solver="newton-cg", max_iter=1000, random_state=0)  # lbfgs: 1.5x slower here
+    with threadpool_limits(1):  # BLAS threads only contend on problems this small (6x slower measured)
+        model.fit(features, labels)
+        probabilities = model.predict_proba(vectorizer.transform([texts[i] for i in test]))
+    column = {c: j for j, c in enumerate(model.classes_)}
+    return [
+        min(options, key=lambda c, row=row: (-(row[column[c]] if c in column else 0.0), c))
+        for options, row in zip(choices, probabilities)
+    ]
+
+
+def paraphrased_texts(questions: pa.Table) -> list[str]:
+    """The validated-or-not paraphrase of each record where there is one, else its template text."""
+    templates = questions["question"].to_pylist()
+    if "paraphrase" not in questions.column_names:
+        return templates
+    paraphrases = questions["paraphrase"].combine_chunks().field("question").to_pylist()
+    return [p or t for p, t in zip(paraphrases, templates)]
+
+
+def per_query_type_answers(
+    texts: Sequence[str], contents: Sequence[str], choices: Sequence[Sequence[str]], query_types: Sequence[str],
+    train: np.ndarray, test: np.ndarray,
+) -> list[str]:  # fmt: skip
+    """The text model fitted per query type: the question's words tell its query type anyway, and the
+    separate fits are several times cheaper than one over every content."""
+    answers: list[str] = [""] * len(test)
+    for query in sorted({query_types[i] for i in test}):
+        rows = [r for r, i in enumerate(test) if query_types[i] == query]
+        fit_on = np.array([i for i in train if query_types[i] == query], dtype=np.int64)
+        picked = text_model_answers(texts, contents, [choices[r] for r in rows], fit_on, test[rows])
+        for r, answer in zip(rows, picked):
+            answers[r] = answer
+    return answers
+
+
+def accuracy_against_chance(
+    answers: Sequence[str], truth: Sequence[str], chance: np.ndarray, query_types: Sequence[str]
+) -> dict[str, Any]:
+    """Accuracy and chance overall and per query type, each judged (within BLIND_TOLERANCE of chance)
+    overall and where a query type has at least MIN_JUDGED_RECORDS test records."""
+    hits = np.array([a == t for a, t in zip(answers, truth)], dtype=float)
+    types = np.array(query_types, dtype=object)
+
+    def judged(mask: np.ndarray, judge: bool) -> dict[str, Any]:
+        accuracy, level = float(hits[mask].mean()), float(chance[mask].mean())
+        ok = abs(accuracy - level) <= BLIND_TOLERANCE + 1e-9 if judge else None
+        return {"n": int(mask.sum()), "accuracy": round(accuracy, 6), "chance": round(level, 6), "ok": ok}
+
+    per_type = {q: judged(types == q, int((types == q).sum()) >= MIN_JUDGED_RECORDS) for q in sorted(set(query_types))}
+    return {"overall": judged(np.ones(len(hits), bool), True), "per_query_type": per_type}
+
+
+def blind_baselines(questions: pa.Table, contents: Sequence[str] | None = None) -> Criterion:
+    """Blind models on test against chance (the mean over test records of 1/k, k: the distinct contents of
+    the record's balance group): the majority content per question, and the TF-IDF text model on the
+    template and on the paraphrased text."""
+    name, target = "blind_baselines", f"|accuracy - chance| <= {BLIND_TOLERANCE} overall and per query type"
+    contents = answer_contents(questions) if contents is None else contents
+    order = np.argsort(np.array(questions["question_id"].to_pylist(), dtype=object), kind="stable")
+    splits = np.array(questions["split"].to_pylist(), dtype=object)[order]
+    train, test = order[splits == "train"], order[splits == "test"]  # by question id: any row order, one fit
+    if len(test) == 0:
+        return not_applicable(name, target, "no test records")
+    keys, query_types = questions["balance_key"].to_pylist(), questions["query_type"].to_pylist()
+    options = group_contents(keys, contents)
+    choices = [options[keys[i]] for i in test]
+    chance = np.array([1.0 / len(c) for c in choices])
+    truth, test_types = [contents[i] for i in test], [query_types[i] for i in test]
+    models = {
+        "majority": majority_answers(keys, contents, test),
+        "tfidf_question": per_query_type_answers(
+            questions["question"].to_pylist(), contents, choices, query_types, train, test
+        ),
+        "tfidf_paraphrase": per_query_type_answers(
+            paraphrased_texts(questions), contents, choices, query_types, train, test
+        ),
+    }
+    measured = {m: accuracy_against_chance(a, truth, chance, test_types) for m, a in models.items()}
+    missed = [
+        f"{m} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f}"
+        for m, result in measured.items()
+        for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]
+        if r["ok"] is False
+    ]
+    overall = ", ".join(f"{m} {r['overall']['accuracy']:.3f}" for m, r in measured.items())
+    detail = f"chance {chance.mean():.3f}: {overall}" + (f" (missed: {'; '.join(missed)})" if missed else "")
+    return Criterion(name, not missed, measured, target, detail)
+
+
+# -- all of them -----------------------------------------------------------------------------------------
+def method_criteria(questions: pa.Table, config: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}``."""
+    missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c != "paraphrase"]
+    if missing:
+        raise DataFileError("questions table", missing[0], "missing: the method criteria need it", REGENERATE)
+    targets = MethodTargets.from_config(config, questions)
+    contents = answer_contents(questions)
+    results = [
+        unseen_share(questions, targets),
+        content_balance(questions, contents),
+        mix(questions, targets),
+        blind_baselines(questions, contents),
+    ]
+    return {r.name: {k: v for k, v in asdict(r).items() if k != "name"} for r in results}

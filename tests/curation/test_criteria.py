@@ -1,0 +1,220 @@
+"""The method criteria: each function against values computed by hand, and ``eqagen audit`` failing on a
+dataset where one criterion's failure is planted (and passing where none is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from eqagen.cli import main
+from eqagen.curation import criteria as C
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+from tests.curation.criteria_fixtures import PLANTS, write_method_dataset
+
+TABLE_SCHEMA = pa.schema([QUESTIONS_SCHEMA.field(c) for c in C.CRITERIA_COLUMNS])
+HOUSEHOLD = {"generation": {"family": "household"}}
+
+
+def row(qid: str, split: str, scene: str, key: str, values: list[str], **extra) -> dict:
+    families = extra.pop("families", ["property"])
+    text = extra.pop("question", key)
+    return {
+        "question_id": qid, "scene_id": scene, "family": "household", "split": split,
+        "query_type": extra.pop("query_type", "count"), "balance_key": key, "question": text,
+        "paraphrase": {"question": extra.pop("paraphrase", text), "answer": "", "model": "", "validated": True,
+                       "attempts": 1, "reason": ""},
+        "program": {"filters": [{"family": f, "key": "k", "value": "v", "args": "{}"} for f in families],
+                    "query": {"name": "count", "arg": "", "args": "{}"}},
+        "structured_answer": [{"predicate": "", "anchor": None, "result": [], "value": v} for v in values],
+    }  # fmt: skip
+
+
+def table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=TABLE_SCHEMA)
+
+
+def targets(q: pa.Table, config: dict | None = None) -> C.MethodTargets:
+    return C.MethodTargets.from_config({**HOUSEHOLD, **(config or {})}, q)
+
+
+# -- content ---------------------------------------------------------------------------------------------
+def test_content_is_the_set_of_distinct_group_values():
+    q = table([row("a", "train", "s", "k", ["1", "1"]), row("b", "train", "s", "k", ["2", "1"]),
+               row("c", "train", "s", "k", ["1"])])  # fmt: skip
+    assert C.answer_contents(q) == ["1", "1 | 2", "1"]
+
+
+# -- unseen share ----------------------------------------------------------------------------------------
+def _split_rows(val_scenes: list[str], test_scenes: list[str]) -> list[dict]:
+    rows = [row(f"t{i}", "train", "seen", f"k{i}", ["1"]) for i in range(2)]
+    rows += [row(f"v{i}", "val", s, "kv", ["1"]) for i, s in enumerate(val_scenes)]
+    return rows + [row(f"x{i}", "test", s, "kx", ["1"]) for i, s in enumerate(test_scenes)]
+
+
+def test_unseen_share_counts_records_whose_scene_train_never_uses():
+    q = table(_split_rows(["seen", "new1"], ["new2", "seen", "new3", "seen"]))
+    result = C.unseen_share(q, targets(q))
+    assert result.ok
+    assert result.measured == {"val": {"share": 0.5, "ok": True}, "test": {"share": 0.5, "ok": True}}
+    assert result.target == "each of val and test in [0.45, 0.55]"
+
+
+def test_unseen_share_misses_a_split_outside_the_target():
+    q = table(_split_rows(["seen", "seen", "seen", "new"], ["new", "seen"]))  # val 1/4
+    result = C.unseen_share(q, targets(q))
+    assert not result.ok and result.measured["val"] == {"share": 0.25, "ok": False}
+    assert "missed: val" in result.detail
+    lower = C.unseen_share(q, targets(q, {"split": {"unseen_fraction": 0.25}}))  # the target is the config's
+    assert lower.measured["val"]["ok"] and not lower.measured["test"]["ok"]
+
+
+def test_unseen_share_does_not_apply_to_a_split_file_or_an_empty_held_out_split():
+    q = table(_split_rows(["seen"], ["seen"]))
+    assert C.unseen_share(q, targets(q, {"split": {"split_file": "splits.json"}})).ok
+    train_only = table(_split_rows([], []))
+    assert "not applicable" in C.unseen_share(train_only, targets(train_only)).detail
+
+
+def test_unseen_share_of_a_split_by_scene_is_all_of_it():
+    q = table(_split_rows(["new1", "new2"], ["new3", "seen"]))
+    result = C.unseen_share(q, targets(q, {"split": {"by": "scene"}}))
+    assert result.target == "each of val and test in [0.95, 1.00]"
+    assert result.measured == {"val": {"share": 1.0, "ok": True}, "test": {"share": 0.5, "ok": False}}
+
+
+# -- content balance -------------------------------------------------------------------------------------
+def test_content_balance_fails_groups_balanced_only_in_form_or_unequal():
+    q = table([
+        row("a", "train", "s", "ok", ["1"]), row("b", "train", "s", "ok", ["2"]),
+        row("c", "train", "s", "form", ["1"]), row("d", "train", "s", "form", ["1", "1"]),  # "1" twice
+        row("e", "train", "s", "uneven", ["1"]), row("f", "train", "s", "uneven", ["1"]),
+        row("g", "train", "s", "uneven", ["2"]),
+    ])  # fmt: skip
+    result = C.content_balance(q)
+    assert not result.ok
+    assert result.measured == {"groups": 3, "failing_groups": 2, "failing_records": 5}
+    assert "'form': {'1': 2}" in result.detail and "'uneven': {'1': 2, '2': 1}" in result.detail
+
+
+def test_content_balance_passes_equal_contents():
+    q = table([row("a", "train", "s", "k", ["1"]), row("b", "train", "s", "k", ["1", "2"])])
+    assert C.content_balance(q).ok
+
+
+# -- mix -------------------------------------------------------------------------------------------------
+def test_mix_targets_weigh_unnamed_names_as_the_average_named_one():
+    assert C.normalised_targets(["a", "b", "c"], {"a": 1.0, "b": 3.0}) == {"a": 0.166667, "b": 0.5, "c": 0.333333}
+
+
+def test_mix_shares_against_the_config():
+    # 10 records: count 4, getState 6; 12 filters: property 4 + 2, moment 3, state 3
+    rows = [row(f"c{i}", "train", "s", "k", ["1"], query_type="count", families=["property"]) for i in range(4)]
+    rows += [row(f"g{i}", "train", "s", "k", ["1"], query_type="getState", families=["moment", "state"])
+             for i in range(3)]  # fmt: skip
+    rows += [row(f"h{i}", "train", "s", "k", ["1"], query_type="getState", families=["property"]) for i in range(2)]
+    rows.append(row("none", "train", "s", "k", ["1"], query_type="getState", families=[]))
+    q = table(rows)
+    config = {"questions": {"query_mix": {"count": 0.4, "getState": 0.6, "listObjects": 0, "getProperty": 0,
+                                          "getLocation": 0},
+                            "family_mix": {"property": 0.5, "moment": 0.25, "state": 0.25, "location": 0,
+                                           "position": 0}}}  # fmt: skip
+    result = C.mix(q, targets(q, config))
+    assert result.ok, result.detail
+    assert result.measured["query_type"]["count"] == {"share": 0.4, "target": 0.4, "ok": True}
+    assert result.measured["filter_family"]["moment"] == {"share": 0.25, "target": 0.25, "ok": True}
+    assert result.measured["moment_floor"] == {"share": 0.25, "minimum": 0.25, "ok": True}
+    default = C.mix(q, targets(q))  # the default mix: every query 0.2, moment 0.15
+    assert not default.ok
+    assert default.measured["query_type"]["getState"] == {"share": 0.6, "target": 0.2, "ok": False}
+    assert "query getState 0.600 vs 0.200" in default.detail
+
+
+def test_mix_moment_floor_holds_even_within_the_tolerance():
+    # moment 0.13 is within ±0.03 of 0.15 but below the floor
+    rows = [row(f"m{i}", "train", "s", "k", ["1"], families=["moment"]) for i in range(13)]
+    rows += [row(f"p{i}", "train", "s", "k", ["1"], families=["property"]) for i in range(87)]
+    q = table(rows)
+    others = {"location": 0, "state": 0, "position": 0}
+    config = {"questions": {"query_mix": {"count": 1.0}, "family_mix": {"property": 0.85, "moment": 0.15, **others}}}
+    result = C.mix(q, targets(q, config))
+    assert result.measured["filter_family"]["moment"]["ok"]
+    assert not result.ok and result.measured["moment_floor"] == {"share": 0.13, "minimum": 0.15, "ok": False}
+
+
+# -- blind baselines -------------------------------------------------------------------------------------
+def test_majority_answers_take_the_most_frequent_content_then_the_smallest():
+    keys = ["a", "a", "a", "b", "b"]
+    contents = ["2", "2", "1", "y", "x"]
+    assert C.majority_answers(keys, contents, np.arange(5)) == ["2", "2", "2", "x", "x"]
+
+
+def test_text_model_learns_words_and_scores_only_the_choices():
+    texts = ["red apple", "red cup", "green apple", "green cup", "red bowl", "green bowl"]
+    contents = ["r", "r", "g", "g", "?", "?"]
+    choices = [["g", "r"], ["g", "r"], ["q", "z"]]
+    answers = C.text_model_answers(texts, contents, choices, np.arange(4), np.array([4, 5, 4]))
+    assert answers == ["r", "g", "q"]  # q and z unseen in train: probability 0 both, the smaller wins
+
+
+def test_blind_baselines_against_chance_by_hand():
+    # test: group A (contents 1, 2, 2: k=2), group B (x, y, z: k=3); chance = (3 * 1/2 + 3 * 1/3) / 6
+    rows = [row(f"tr{i}", "train", "s", f"T{i}", [v]) for i, v in enumerate("1212")]
+    rows += [row("a1", "test", "s", "A", ["1"]), row("a2", "test", "s", "A", ["2"]), row("a3", "test", "s", "A", ["2"])]
+    rows += [row("b1", "test", "s", "B", ["x"]), row("b2", "test", "s", "B", ["y"]), row("b3", "test", "s", "B", ["z"])]
+    result = C.blind_baselines(table(rows))
+    majority = result.measured["majority"]["overall"]
+    assert majority["chance"] == pytest.approx(5 / 12, abs=1e-6)
+    assert majority["accuracy"] == pytest.approx(3 / 6, abs=1e-6)  # "2" twice in A, "x" once in B
+    assert majority["ok"] is False and not result.ok  # 0.5 vs 0.417
+    assert result.measured["majority"]["per_query_type"]["count"]["ok"] is None  # 6 test records: not judged
+
+
+def test_blind_baselines_at_chance_where_each_group_shares_one_text():
+    rows = [row(f"{s}{g}{m}", s, "s", f"{s}{g}", [str(m)]) for s in ("train", "test") for g in range(5) for m in (1, 2)]
+    result = C.blind_baselines(table(rows))
+    assert result.ok, result.detail
+    assert {m: r["overall"]["accuracy"] for m, r in result.measured.items()} == {
+        "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5,
+    }  # fmt: skip
+
+
+def test_blind_baselines_read_the_paraphrase_where_it_leaks():
+    # one template text per group, but each paraphrase names its answer: only the paraphrase model beats chance
+    rows = [row(f"{s}{g}{m}", s, "s", f"{s}{g}", [str(m)], paraphrase=f"kind {g} {('alpha', 'beta')[m - 1]}")
+            for s in ("train", "test") for g in range(5) for m in (1, 2)]  # fmt: skip
+    result = C.blind_baselines(table(rows))
+    assert result.measured["tfidf_question"]["overall"]["ok"]
+    assert result.measured["tfidf_paraphrase"]["overall"] == {"n": 10, "accuracy": 1.0, "chance": 0.5, "ok": False}
+    assert "tfidf_paraphrase overall 1.000 vs chance 0.500" in result.detail
+
+
+def test_criteria_do_not_depend_on_row_order():
+    rows = [row(f"{s}{g}{m}", s, f"s{g}", f"{s}{g}", [str(m)], question=f"kind {g} {'ab'[m - 1]}")
+            for s in ("train", "test") for g in range(6) for m in (1, 2)]  # fmt: skip
+    forward, backward = table(rows), table(rows[::-1])
+    assert C.method_criteria(forward, HOUSEHOLD) == C.method_criteria(backward, HOUSEHOLD)
+
+
+# -- eqagen audit ----------------------------------------------------------------------------------------
+def _audit(out: Path, capsys) -> tuple[int, str]:
+    status = main(["audit", str(out)])
+    return status, capsys.readouterr().out
+
+
+def test_audit_passes_a_dataset_that_meets_every_criterion(tmp_path, capsys):
+    status, printed = _audit(write_method_dataset(tmp_path / "ok"), capsys)
+    assert status == 0, printed
+    for name in PLANTS:
+        assert f"ok      criterion {name}: " in printed
+
+
+@pytest.mark.parametrize("plant", PLANTS)
+def test_audit_fails_naming_the_planted_criterion(tmp_path, capsys, plant):
+    status, printed = _audit(write_method_dataset(tmp_path / plant, plant), capsys)
+    assert status == 1
+    assert f"FAILED  criterion {plant}: " in printed
+    assert f"method criteria missed: {plant}\n" in printed  # that one alone
+    assert "ok      stats.json equals the statistics recomputed from the shards" in printed
