@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from eqagen.core import DataFileError, stable_hash
 from eqagen.curation.config import SplitConfig
-from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_of, partitions_scenes
+from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_of, held_out_share, partitions_scenes
 from eqagen.curation.splits import split
 from eqagen.outputs.dataset import Dataset, open_dataset
 from eqagen.outputs.derived import DerivedStage, write_derived
@@ -48,11 +48,21 @@ def resplit(
     return stats
 
 
+# How far the held-out scenes' share of the records may be from the share the new split needs of them for
+# the re-split to keep them held out as they are.
+HELD_SHARE_TOLERANCE = 0.02
+
+
 def split_again(questions: pa.Table, config: SplitConfig, seed: int) -> tuple[pa.Table, dict[str, Any]]:
-    """The new split. Where the input holds scenes out of train (:func:`held_out_of`) and the new split holds
-    scenes out too, the same scenes stay held out: their balance groups are made among themselves, so they
-    can go to val and test whole (the split draws the rest anew); elsewhere the split searches for scenes."""
+    """The new split. Where the input holds scenes out of train (:func:`held_out_of`) and their records are the
+    share the new split needs (``unseen_fraction`` of val and test), the same scenes stay held out: their
+    balance groups are made among themselves, so they go to val and test whole and the split draws the rest
+    anew. Elsewhere (other ratios or another unseen fraction) the split searches for scenes to hold out."""
     held = held_out_of(questions) if partitions_scenes(config) else None
+    if held is not None:
+        share = sum(s in held for s in questions["scene_id"].to_pylist()) / max(questions.num_rows, 1)
+        if abs(share - held_out_share(config.unseen_fraction, config.ratios)) > HELD_SHARE_TOLERANCE:
+            held = None
     if held is None:
         return split(questions, config, seed)
     marked = questions.append_column(HELD_OUT, held_out_column(questions["scene_id"], held))
