@@ -114,7 +114,7 @@ def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sam
         "seconds": {"programs": programs_s},
     }
     start = time.perf_counter()
-    names = ask.names_table([e.episode_id for e in episodes], [e.scene_id for e in episodes], stages.names_of(episodes))
+    names = ask.names_table([e.episode_id for e in episodes], [e.scene_id for e in episodes], result.names)
     ctx.store.write(batch.name, episodes_table(episodes), questions, summary, {ask.NAMES_FILE: names})
     summary["seconds"]["checkpoint"] = time.perf_counter() - start
     return summary

@@ -63,6 +63,7 @@ class QuestionBatch:
     records: list[QARecord]
     rejections: Counter[str] = field(default_factory=Counter)
     candidates: int = 0
+    names: list[set[str]] = field(default_factory=list)  # per episode: its names (predicates.asking)
 
 
 # --- plan and the batched stages --------------------------------------------------------------------
@@ -96,13 +97,7 @@ def warm_imports(config: Any) -> None:
     """Import the backend and the question engine now (e.g. while a server starts), not in the first task."""
     get_backend(config.generation.family, config.generation.backend)
     with contextlib.suppress(ImportError):
-        default_sampler()
-
-
-def default_sampler() -> Sampler:
-    from eqagen.predicates import sample_questions
-
-    return sample_questions
+        import eqagen.templates.records  # noqa: F401  (the question engine and its text)
 
 
 def question_config(section: Any) -> Any:
@@ -115,23 +110,22 @@ def question_config(section: Any) -> Any:
 
 
 def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: Sampler | None = None) -> QuestionBatch:
-    """Sample and check programs on each episode with its own generator ``(seed, "questions", episode_id)``."""
-    sampler = sampler or default_sampler()
+    """Sample and check programs on each episode with its own generator ``(seed, "questions", episode_id)``,
+    and note what each episode can be asked about by name (the ask stage's vocabulary). The question engine
+    and the vocabulary share one context per episode; a caller's own sampler takes the episode."""
+    from eqagen.predicates.asking import episode_names
+    from eqagen.predicates.context import context_for
+    from eqagen.templates.records import questions_in_context
+
     out = QuestionBatch([])
     for ep in episodes:
-        records, rejected = sampler(ep, qconfig, derive_rng(seed, "questions", ep.episode_id))
+        ctx, rng = context_for(ep), derive_rng(seed, "questions", ep.episode_id)
+        records, rejected = sampler(ep, qconfig, rng) if sampler else questions_in_context(ctx, qconfig, rng)
         out.records.extend(records)
         out.rejections.update(rejected)
         out.candidates += len(records) + sum(rejected.values())
+        out.names.append(episode_names(ctx))
     return out
-
-
-def names_of(episodes: list[Episode]) -> list[set[str]]:
-    """What each episode can be asked about by name (the ask stage's vocabulary)."""
-    from eqagen.predicates.asking import episode_names
-    from eqagen.predicates.context import context_for
-
-    return [episode_names(context_for(ep)) for ep in episodes]
 
 
 # --- dataset-level stages -------------------------------------------------------------------------

@@ -107,7 +107,14 @@ def sample_questions(
     episode: Episode, config: QuestionConfig, rng: np.random.Generator
 ) -> tuple[list[QARecord], Counter[str]]:
     """Question records of one episode and the count of rejected candidate programs by reason."""
-    ctx = context_for(episode)
+    return questions_in_context(context_for(episode), config, rng)
+
+
+def questions_in_context(
+    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator
+) -> tuple[list[QARecord], Counter[str]]:
+    """:func:`sample_questions` on an episode's context already built (the pipeline builds one per episode
+    for the questions and the ask stage's vocabulary)."""
     accepted, rejections = sample_programs(ctx, config, rng)
     records = [r for acc in accepted for r in make_records(ctx, acc)]
     return records, rejections
