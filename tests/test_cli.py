@@ -227,3 +227,14 @@ def test_demo_exports_to_openeqa_and_jsonl(demo_run, tmp_path) -> None:
     proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--split", "test", "--out", str(test_rows))
     assert proc.returncode == 0
     assert {json.loads(line)["split"] for line in test_rows.read_text().splitlines()} == {"test"}
+
+
+def test_export_never_replaces_a_file_unasked(demo_run, tmp_path) -> None:
+    """A file already at --out is kept (exit 2, one line naming it and the fix) unless --overwrite."""
+    out = tmp_path / "notes.txt"
+    out.write_text("mine\n")
+    proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--out", str(out))
+    assert proc.returncode == 2 and out.read_text() == "mine\n"
+    assert str(out) in proc.stderr and "--overwrite" in proc.stderr
+    proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--out", str(out), "--overwrite")
+    assert proc.returncode == 0 and out.read_text() != "mine\n"

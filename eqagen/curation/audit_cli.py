@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from eqagen.core import DataFileError
 from eqagen.curation.audit_run import (
     Check,
     audit_dir,
@@ -45,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="openeqa (OpenEQA JSON), jsonl (every column) or express (EXPRESS-Bench: navigation "
                      "datasets only)")  # fmt: skip
     exp.add_argument("--split", help="only this split (train, val or test)")
-    exp.add_argument("--out", type=Path, required=True, help="the file to write (replaced if it exists)")
+    exp.add_argument("--out", type=Path, required=True, help="the file to write (refused if it exists)")
+    exp.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     exp.set_defaults(func=run_export)
 
 
@@ -75,7 +77,14 @@ def run_audit(args: argparse.Namespace) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
+def refuse_existing(path: Path, overwrite: bool) -> None:
+    """Never replace a file unasked: an existing ``path`` is bad input unless ``--overwrite`` was given."""
+    if path.exists() and not overwrite:
+        raise DataFileError(path, None, "already exists", "pass --overwrite to replace it, or choose another --out")
+
+
 def run_export(args: argparse.Namespace) -> int:
+    refuse_existing(args.out, args.overwrite)
     n = export(args.dir, args.format, args.out, split=args.split)
     print(f"wrote {n} records to {args.out}", file=sys.stderr)
     return 0
