@@ -170,6 +170,14 @@ def _queues(order: np.ndarray, kind: np.ndarray) -> dict[int, np.ndarray]:
     return {int(sorted_kinds[s]): sorted_groups[s:e] for s, e in zip(starts, ends)}
 
 
+def trim_to(groups: Groups, chosen: list[int], records: float) -> list[int]:
+    """The chosen groups (in the order chosen) whose records stay within ``records``, less the one that would
+    cross it by more than half of its size: the held-out share stays as near its target as whole groups allow."""
+    total = np.cumsum(groups.size[chosen]) if chosen else np.zeros(0)
+    keep = int(np.searchsorted(total - groups.size[chosen] / 2, records, side="right")) if chosen else 0
+    return chosen[:keep]
+
+
 def partition_records(groups: Groups, records: int | None, held_share: float) -> tuple[float, float]:
     """Records wanted from the seen and the held-out partition: ``records`` in all (None: as many as the
     partitions can supply in the right proportion), ``held_share`` of them held out."""
@@ -213,6 +221,8 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
     taken_keys = np.zeros(int(groups.key.max()) + 1 if len(groups.key) else 0, dtype=bool)
     taken_keys[groups.key[held]] = True
     seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, goal, rng)
+    if 0 < held_share < 1:  # the seen pool ran short in turn: the held-out groups chosen last go
+        held = trim_to(groups, held, float(groups.size[seen].sum()) * held_share / (1 - held_share))
 
     keep = np.zeros(len(groups.size), dtype=bool)
     keep[seen + held] = True

@@ -100,3 +100,15 @@ def test_a_partitioned_split_holds_half_of_val_and_test_out_of_train():
 def test_the_held_out_column_marks_rows_by_scene():
     column = pa.array(["a", "b", "a", "c"]).dictionary_encode()
     assert held_out_column(column, {"a", "c"}).to_pylist() == [True, False, True, True]
+
+
+def test_a_short_seen_pool_trims_the_held_out_groups_to_their_share():
+    """Where the seen partition cannot supply its records, the held-out one keeps only its share of what the
+    seen one supplied (else the held-out scenes would fill more than their half of val and test)."""
+    table = pool(4)
+    held = table[HELD_OUT].to_pylist()
+    seen_records = sum(not h for h in held)
+    out, stats = compose(table, ComposeConfig(TARGETS, 2 * len(held), 0.15), seed=0)  # more than the pool holds
+    assert stats["chosen_records"]["seen"] == seen_records  # every seen group chosen, still short
+    share = stats["chosen_records"]["held_out"] / out.num_rows
+    assert abs(share - 0.15) < 0.01, share
