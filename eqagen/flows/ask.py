@@ -2,17 +2,19 @@
 
 PQB-EQA built the environments of each question: the same question, asked where it makes sense, answered
 differently. After the batched stages, each distinct question (an ungrounded ``balance_key``: its text
-depends on the program alone, never on the scene) is asked on episodes of up to ``ask_scenes`` other
-scenes of its partition (seen or held out: :func:`eqagen.curation.partition.held_out_scenes`), one episode
-per scene, drawn in a seeded order among those that have every type and event it names
+depends on the program alone, never on the scene) is asked on episodes of other scenes of its partition
+(seen or held out: :func:`eqagen.curation.partition.held_out_scenes`), one episode per scene, in a seeded
+order among those that have every type, event and satisfiable filter it names
 (:func:`eqagen.predicates.asking.required_names`; the rest are skipped without evaluating anything). A
 question is never asked in a scene where it was proposed. Each ask runs the same exact check as a
 proposal, so an asked record is as valid as a proposed one; the cost grows with the asks, not with
 questions x episodes.
 
-Plan (here, over the batches' small ``names`` and key columns) -> per target batch: read its episodes,
-ask, checkpoint ``asked.parquet`` (resumable like the batches) -> balancing reads the proposed and the
-asked candidates together.
+Round 0 asks every question on the first ``scenes`` targets of its order; each later round asks the
+questions still wanted (of the kinds the balanced pool is short of) on the next ``scenes`` targets.
+Plan (here, over the batches' small ``names`` and key columns) -> per round, per target batch: read its
+episodes, ask, checkpoint ``asked.parquet`` (resumable like the batches) -> balancing reads the proposed
+and every round's asked candidates together.
 """
 
 from __future__ import annotations
