@@ -142,7 +142,8 @@ def balance_stats(q: pa.Table) -> dict[str, Any]:
         "answers_per_group": value_counts(pa.array(k)),
         "exactly_balanced_share": round(float(np.mean((maj == mn) & (k >= 2))), 6),
         "blind_baseline": round(float(maj.sum() / tot.sum()), 6),
-        "chance_level": round(float(np.mean(1.0 / k)), 6),
+        # chance counted per record, as the blind baseline is: a record's chance is 1/k of its group
+        "chance_level": round(float(np.sum(tot / k) / tot.sum()), 6),
         "blind_baseline_yes_no": yn,
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -139,3 +140,16 @@ def test_a_manifest_whose_row_counts_were_edited_fails_the_audit(dataset, capsys
         "rows.episodes is 21, its shards hold 20"
         in {c.name: c.detail for c in audit_dir(dataset)[1]}["row counts match the manifest"]
     )
+
+
+def test_chance_is_counted_per_record_as_the_blind_baseline_is():
+    """A group of 2 answers x 3 records and one of 4 answers x 1 record: chance is 1/2 for six records and
+    1/4 for four, (6/2 + 4/4) / 10 = 0.4 (not the mean over groups, 0.375), equal to the majority baseline
+    of exactly balanced groups."""
+    from eqagen.curation.audit import balance_stats
+
+    keys = ["a"] * 6 + ["b"] * 4
+    answers = ["x", "y"] * 3 + ["p", "q", "r", "s"]
+    table = pa.table({"balance_key": keys, "answer_key": answers, "answer_type": ["color"] * 10})
+    stats = balance_stats(table)
+    assert stats["chance_level"] == 0.4 == stats["blind_baseline"]
