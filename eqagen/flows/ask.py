@@ -19,7 +19,6 @@ and every round's asked candidates together.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,15 +31,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eqagen.core import Program, derive_rng, stable_hash
-from eqagen.flows.checkpoints import MARKER, BatchStore
-from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.manifest import write_json_atomic
+from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.readers import episode_from_row, program_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
-from eqagen.outputs.shards import write_parquet_atomic
 
-NAMES_FILE = "names.parquet"
-ASKED_FILE = "asked.parquet"
+NAMES = "names"  # the batches' table of each episode's names
+ASKED = "asked"  # a round's table of asked candidates, per target batch
 NAMES_SCHEMA = pa.schema([("episode_id", pa.string()), ("scene_id", pa.string()), ("names", pa.list_(pa.string()))])
 
 
@@ -61,9 +57,15 @@ class Ask:
 
 
 def plan_key(seed: int, held_out: set[str], ask_scenes: int) -> str:
-    """What a plan's rounds depend on beyond the batches (the folder they live in is named by it, beside the
-    batches, so a rerun with other settings never reuses them; a round also depends on the rounds before)."""
+    """What a plan's targets depend on beyond the batches: the seed, the held-out scenes, the scenes a round."""
     return stable_hash(seed, sorted(held_out), ask_scenes, digest_size=8)
+
+
+def round_name(plan: str, index: int, asked: list[str]) -> str:
+    """A round's folder, beside the batches: named by its plan, its index and the questions it asks (which
+    the balancing settings decide from the rounds before), so a rerun reuses a round only where it would
+    ask the very same questions on the very same targets."""
+    return f"asked-{plan}-round{index}-{stable_hash(asked, digest_size=8)}"
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Vocabulary:
 
 def read_vocabulary(store: BatchStore, batch_names: list[str], held_out: Callable[[list[str]], set[str]]) -> Vocabulary:
     """The vocabulary of every batch's episodes; ``held_out`` chooses the held-out scenes among the scene ids."""
-    tables = list(store.iter_tables(batch_names, NAMES_FILE.removesuffix(".parquet"), NAMES_SCHEMA))
+    tables = list(store.iter_tables(batch_names, NAMES, NAMES_SCHEMA))
     names = pa.concat_tables(tables) if tables else NAMES_SCHEMA.empty_table()
     batch = np.concatenate([np.full(t.num_rows, i, np.int32) for i, t in enumerate(tables)] or [np.zeros(0, np.int32)])
     scenes = names["scene_id"].to_pylist()
@@ -177,7 +179,7 @@ def plan_round(
     return by_batch
 
 
-def ask_batch(store_root: Path, out_dir: Path, batch_name: str, asks: list[Ask], questions: Any, seed: int) -> dict:
+def ask_batch(store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask], questions: Any, seed: int) -> dict:
     """Ask one batch's share of the plan on its episodes and checkpoint the records; returns the counts."""
     from eqagen.flows.stages import question_config
     from eqagen.predicates.asking import accept, ask
@@ -213,18 +215,16 @@ def ask_batch(store_root: Path, out_dir: Path, batch_name: str, asks: list[Ask],
         "rejections": dict(sorted(rejected.items())),
         "seconds": time.perf_counter() - start,
     }
-    d = Path(out_dir) / batch_name
-    d.mkdir(parents=True, exist_ok=True)
-    write_parquet_atomic(questions_table(records), d / ASKED_FILE)
-    write_json_atomic(summary, d / "stats.json")
-    write_text_atomic(d / MARKER, "ok\n")
+    BatchStore(round_dir).write(batch_name, {ASKED: questions_table(records)}, summary)
     return summary
 
 
-def read_summary(out_dir: Path, batch_name: str) -> dict | None:
-    """A finished ask's counts, or None where it has not finished (no marker)."""
-    d = Path(out_dir) / batch_name
-    return json.loads((d / "stats.json").read_text()) if (d / MARKER).exists() else None
+@dataclass(frozen=True)
+class AskSettings:
+    """How the ask stage asks: targets per round, and rounds at most."""
+
+    scenes: int  # scenes per round
+    rounds: int
 
 
 @dataclass
@@ -271,7 +271,7 @@ def run_ask_stage(
             if not any(want):
                 break
         plan = plan_round(proposals, orders, want, vocab, r * ask.scenes, ask.scenes)
-        directory = store.root / f"asked-{key}-round{r}"
+        directory = store.root / round_name(key, r, [p.key for p, w in zip(proposals, want) if w])
         run_round(store.root, directory, batch_names, plan, questions, seed, executor)
         directories.append(directory)
         rounds.append(round_stats(directory, batch_names, sum(want)))
@@ -288,16 +288,10 @@ def run_ask_stage(
     return AskResult(directories, vocab.held_out_scenes, stats)
 
 
-@dataclass(frozen=True)
-class AskSettings:
-    scenes: int  # scenes per round
-    rounds: int
-
-
 def candidate_files(store: BatchStore, batch_names: list[str], asked: list[Path]) -> list[Path]:
     """Every candidate question's file: the batches' proposals, then each ask round's candidates."""
     files = [store.path(n) / "questions.parquet" for n in batch_names]
-    return files + [d / n / ASKED_FILE for d in asked for n in batch_names]
+    return files + [d / n / f"{ASKED}.parquet" for d in asked for n in batch_names]
 
 
 def run_round(
@@ -309,7 +303,7 @@ def run_round(
     seed: int,
     executor: Any,
 ) -> None:
-    todo = [i for i, name in enumerate(batch_names) if read_summary(directory, name) is None]
+    todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
     args = [(store_root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]
     if executor is not None and len(args) > 1:
         list(executor.map(_ask_batch_args, args))
@@ -319,7 +313,7 @@ def run_round(
 
 
 def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict[str, Any]:
-    summaries = [read_summary(directory, n) for n in batch_names]
+    summaries = BatchStore(directory).read_stats(batch_names)
     rejected: Counter = Counter()
     for s in summaries:
         rejected.update(s["rejections"])

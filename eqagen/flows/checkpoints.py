@@ -59,21 +59,12 @@ class BatchStore:
     def done(self, batch_names: list[str]) -> set[str]:
         return {n for n in batch_names if self.is_done(n)}
 
-    def write(
-        self,
-        batch_name: str,
-        episodes: pa.Table,
-        questions: pa.Table,
-        stats: dict[str, Any],
-        others: dict[str, pa.Table] | None = None,
-    ) -> None:
-        """A finished batch: its tables (``others``: more tables by file name), its stats, then the marker."""
+    def write(self, batch_name: str, tables: dict[str, pa.Table], stats: dict[str, Any]) -> None:
+        """A finished unit: its tables (``<name>.parquet`` each), its stats, then, last, the marker."""
         d = self.path(batch_name)
         d.mkdir(parents=True, exist_ok=True)
-        write_parquet_atomic(episodes, d / "episodes.parquet")
-        write_parquet_atomic(questions, d / "questions.parquet")
-        for file_name, table in (others or {}).items():
-            write_parquet_atomic(table, d / file_name)
+        for name, table in tables.items():
+            write_parquet_atomic(table, d / f"{name}.parquet")
         write_json_atomic(stats, d / "stats.json")
         write_text_atomic(d / MARKER, "ok\n")
 

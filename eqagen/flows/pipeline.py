@@ -115,7 +115,8 @@ def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sam
     }
     start = time.perf_counter()
     names = ask.names_table([e.episode_id for e in episodes], [e.scene_id for e in episodes], result.names)
-    ctx.store.write(batch.name, episodes_table(episodes), questions, summary, {ask.NAMES_FILE: names})
+    tables = {"episodes": episodes_table(episodes), "questions": questions, ask.NAMES: names}
+    ctx.store.write(batch.name, tables, summary)
     summary["seconds"]["checkpoint"] = time.perf_counter() - start
     return summary
 

@@ -137,5 +137,6 @@ def test_batch_store_needs_the_marker(tmp_path) -> None:
     ep = make_episode(0)
     from eqagen.outputs.schemas import episodes_table
 
-    store.write("batch-00000", episodes_table([ep]), questions_table(make_records(ep, derive_rng(0))), {"x": 1})
+    tables = {"episodes": episodes_table([ep]), "questions": questions_table(make_records(ep, derive_rng(0)))}
+    store.write("batch-00000", tables, {"x": 1})
     assert store.is_done("batch-00000") and store.read_stats(["batch-00000"]) == [{"x": 1}]
