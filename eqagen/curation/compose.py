@@ -20,6 +20,7 @@ would be a leak).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,10 +29,14 @@ import pyarrow as pa
 from eqagen.core import derive_rng
 from eqagen.curation.columns import combined_key, encode, joined_list_column, require_columns
 from eqagen.curation.partition import HELD_OUT, held_out_rows
+from eqagen.predicates.sampler import target_shares
 
 COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
 FLOOR_WEIGHT = 4.0  # how much more a share below its floor costs than the same distance above a target
 FLOOR_MARGIN = 0.01  # a floor is aimed at this much above itself, so that the share does not end below it
+
+
+TEMPORAL = "moment"  # the filter family whose share is also a floor: TAG-EQA's temporal questions, lost first
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,22 @@ class MixTargets:
     queries: dict[str, float]
     families: dict[str, float]
     floors: dict[str, float] = field(default_factory=dict)
+
+
+def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[str, float]:
+    """The mix's share of each name, as the sampler steers towards it (``sampler.target_shares``): names the
+    mix does not name weigh as the average named one; the shares sum to 1 over ``names``."""
+    return {n: round(share, 6) for n, (share, _) in zip(names, target_shares(tuple(names), dict(mix)))}
+
+
+def mix_targets(
+    query_mix: Mapping[str, float], family_mix: Mapping[str, float], queries: Sequence[str], families: Sequence[str]
+) -> MixTargets:
+    """What a dataset's mix must be (the composition aims at it, the audit judges it): the config's mixes over
+    the query types and filter families named, and the temporal family's share as its floor."""
+    family_targets = normalised_targets(families, family_mix)
+    floors = {TEMPORAL: family_targets[TEMPORAL]} if family_targets.get(TEMPORAL) else {}
+    return MixTargets(normalised_targets(queries, query_mix), family_targets, floors)
 
 
 @dataclass

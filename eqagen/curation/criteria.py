@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ValidationError
 
 from eqagen.core import ConfigError, DataFileError, UnknownNameError
+from eqagen.curation.compose import TEMPORAL, mix_targets
 from eqagen.curation.config import SplitConfig
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.registry import world_support
-from eqagen.predicates.sampler import target_shares
 
 CRITERIA_COLUMNS = (
     "question_id", "scene_id", "family", "split", "query_type", "balance_key", "question", "paraphrase",
@@ -34,7 +34,6 @@ MIX_TOLERANCE = 0.03  # query-type and filter-family shares within this of the c
 BLIND_TOLERANCE = 0.02  # a blind model's accuracy within this of chance
 MIN_JUDGED_RECORDS = 100  # a query type's blind baseline is judged from this many test records on
 EXAMPLES = 3  # failing balance groups quoted
-MOMENT = "moment"
 REGENERATE = "regenerate the dataset with eqagen generate"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -174,12 +173,6 @@ def _supported(world: str | None) -> tuple[list[str], list[str]] | None:
     return sorted(support.queries), sorted(support.filters)
 
 
-def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[str, float]:
-    """The mix's share of each name, as the sampler steers towards it (``sampler.target_shares``): names the
-    mix does not name weigh as the average named one; the shares sum to 1 over ``names``."""
-    return {n: round(share, 6) for n, (share, _) in zip(names, target_shares(tuple(names), dict(mix)))}
-
-
 def _shares(counts: Counter, names: Sequence[str]) -> dict[str, float]:
     total = sum(counts.values()) or 1
     return {n: round(counts.get(n, 0) / total, 6) for n in names}
@@ -208,8 +201,8 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         sorted(set(targets.query_mix) | set(query_counts)),
         sorted(set(targets.family_mix) | set(family_counts)),
     )
-    query_targets = normalised_targets(queries, targets.query_mix)
-    family_targets = normalised_targets(families, targets.family_mix)
+    goal = mix_targets(targets.query_mix, targets.family_mix, queries, families)
+    query_targets, family_targets = goal.queries, goal.families
     measured: dict[str, Any] = {
         "query_type": _judged(_shares(query_counts, queries), query_targets),
         "filter_family": _judged(_shares(family_counts, families), family_targets),
@@ -219,9 +212,9 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
     if unsupported:
         measured["unsupported"] = {"names": ", ".join(unsupported), "ok": False}
         missed.append(f"not supported by {targets.world}: {', '.join(unsupported)}")
-    moment = family_targets.get(MOMENT)
+    moment = goal.floors.get(TEMPORAL)
     if moment:  # temporal questions: the family the sampler loses first, so it has a floor of its own
-        share = measured["filter_family"][MOMENT]["share"]
+        share = measured["filter_family"][TEMPORAL]["share"]
         measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
         if not measured["moment_floor"]["ok"]:
             missed.append(f"moment {share:.3f} below {moment:.3f}")

@@ -26,6 +26,7 @@ import pyarrow as pa
 from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.curation.balance import balance
 from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.compose import mix_targets as compose_mix
 from eqagen.curation.partition import held_out_share, partitions_scenes
 from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
@@ -132,20 +133,12 @@ def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: S
 
 
 def mix_targets(questions: Any, family: str) -> MixTargets:
-    """The question mix the composed dataset must keep: the ``questions`` section's query and filter-family
-    mixes, normalised over what the world family supports as the sampler normalises them; the temporal
-    family's share is also a floor (TAG-EQA's temporal questions are not to be lost in balancing)."""
+    """The question mix the composed dataset must keep (:func:`eqagen.curation.compose.mix_targets`) over what
+    the world family supports."""
     from eqagen.predicates.registry import world_support
-    from eqagen.predicates.sampler import target_shares
 
-    qconfig = question_config(questions)
-    support = world_support(family)
-    query_names = tuple(sorted(support.queries))
-    family_names = tuple(sorted(support.filters))
-    queries = {n: s for n, (s, _) in zip(query_names, target_shares(query_names, qconfig.query_mix))}
-    families = {n: s for n, (s, _) in zip(family_names, target_shares(family_names, qconfig.family_mix))}
-    floors = {"moment": families["moment"]} if "moment" in families else {}
-    return MixTargets(queries, families, floors)
+    qconfig, support = question_config(questions), world_support(family)
+    return compose_mix(qconfig.query_mix, qconfig.family_mix, sorted(support.queries), sorted(support.filters))
 
 
 def compose_section(config: Any) -> ComposeConfig:

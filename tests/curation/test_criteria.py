@@ -11,6 +11,7 @@ import pytest
 
 from eqagen.cli import main
 from eqagen.curation import criteria as C
+from eqagen.curation.compose import normalised_targets
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from tests.curation.criteria_fixtures import PLANTS, write_method_dataset
 
@@ -106,7 +107,7 @@ def test_content_balance_passes_equal_contents():
 
 # -- mix -------------------------------------------------------------------------------------------------
 def test_mix_targets_weigh_unnamed_names_as_the_average_named_one():
-    assert C.normalised_targets(["a", "b", "c"], {"a": 1.0, "b": 3.0}) == {"a": 0.166667, "b": 0.5, "c": 0.333333}
+    assert normalised_targets(["a", "b", "c"], {"a": 1.0, "b": 3.0}) == {"a": 0.166667, "b": 0.5, "c": 0.333333}
 
 
 def test_mix_shares_against_the_config():
