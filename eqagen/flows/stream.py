@@ -133,12 +133,15 @@ def read_keys(files: list[Path], columns: list[str]) -> pa.Table:
     return pa.table(data)
 
 
+def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
+    """The key table with its rows' partition marked (:data:`HELD_OUT`); as it is where nothing is held out."""
+    return keys if held_out is None else keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
+
+
 def still_wanted(files: list[Path], config: Any, held_out: set[str] | None) -> Callable[[Program], bool]:
     """Which programs another round of asking should ask: those of a query type or filter family the
     balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
-    keys = read_keys(files, key_columns(config))
-    if held_out is not None:
-        keys = keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
+    keys = with_held_out(read_keys(files, key_columns(config)), held_out)
     balanced, _, _ = stages.run_dataset_stage("balance", keys, config.balance, config.seed)
     queries, families = scarce_kinds(balanced, stages.compose_section(config))
 
@@ -154,8 +157,7 @@ def select(
     """The selection stages (balance, compose, split) on the key table, the held-out scenes marked (None: no
     partition; the split then searches for scenes to hold out); the kept keys gain ``choices`` and ``split``
     and stay in batch order."""
-    if held_out is not None:
-        keys = keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
+    keys = with_held_out(keys, held_out)
     sections = {"balance": config.balance, "compose": stages.compose_section(config), "split": config.split}
     stage_stats: dict[str, Any] = {}
     for name in stages.SELECTION_STAGES:
