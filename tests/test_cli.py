@@ -57,6 +57,7 @@ def demo_run(tmp_path_factory) -> Path:
     proc = run_eqagen("generate", "demo", "--out", str(out), *SMALL, "--summary-json", summary, home=home)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "questions" in proc.stdout and str(out) in proc.stdout, "the summary says what was made and where"
+    (out.parent / "stdout.txt").write_text(proc.stdout)
     return out
 
 
@@ -238,3 +239,18 @@ def test_export_never_replaces_a_file_unasked(demo_run, tmp_path) -> None:
     assert str(out) in proc.stderr and "--overwrite" in proc.stderr
     proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--out", str(out), "--overwrite")
     assert proc.returncode == 0 and out.read_text() != "mine\n"
+
+
+def test_the_summary_names_the_criteria_the_audit_finds_missed(demo_run, tmp_path) -> None:
+    """A dataset that is no benchmark by the method's rules is said to be so when it is made, not only when
+    audited: the summary names the criteria that ``eqagen audit`` finds missed (a 36-episode run misses some)."""
+    report = tmp_path / "audit.json"
+    run_eqagen("audit", str(demo_run), "--json", str(report))
+    checks = json.loads(report.read_text())["checks"]
+    missed = [
+        c["name"].removeprefix("criterion ") for c in checks if c["name"].startswith("criterion ") and not c["ok"]
+    ]
+    counts = json.loads((demo_run.parent / "s.json").read_text())["counts"]
+    assert missed and counts["criteria_missed"] == missed
+    printed = " ".join((demo_run.parent / "stdout.txt").read_text().split())
+    assert f"method criteria missed: {', '.join(missed)}" in printed

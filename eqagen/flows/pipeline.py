@@ -159,14 +159,14 @@ def ask_everywhere(config: Any, ctx: RunContext, batch_names: list[str]) -> ask.
     when it has them."""
     from eqagen.flows.pool import active_pool  # here: the pool module imports this one
 
-    split = config.split
-    share = held_out_scene_share(split.unseen_fraction, split.ratios) if partitions_scenes(split) else 0.0
+    split, partition = config.split, partitions_scenes(config.split)
+    share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
 
     def held_out(scenes: list[str]) -> set[str]:
         return held_out_scenes(scenes, share, config.seed)
 
     def wanted(files: list[Path], held: set[str]) -> Callable[[Program], bool]:
-        return stream.still_wanted(files, config, held if partitions_scenes(split) else None)
+        return stream.still_wanted(files, config, held if partition else None)
 
     pool = active_pool()
     executor = pool.executor if pool else None
@@ -205,7 +205,7 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
     questions = read_table(writer.staging, "questions", QUESTION_COLUMNS)
     episodes = iter_shards(writer.staging, "episodes", EPISODE_COLUMNS)
-    write_audit_files(writer.staging, questions, episodes, funnel, stage_stats, manifest)
+    stats = write_audit_files(writer.staging, questions, episodes, funnel, stage_stats, manifest)
     seconds["audit"] = time.perf_counter() - start
     start = time.perf_counter()
     writer.commit(manifest)
@@ -213,7 +213,9 @@ def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSum
     summary.counts = {
         **manifest["rows"],
         "candidates": funnel["programs"]["in"],
+        "asks": funnel["ask"]["in"],
         "steps": int(sum(s["steps"] for s in batch_stats)),
+        "criteria_missed": [name for name, c in stats["dataset"].get("criteria", {}).items() if not c["ok"]],
     }
     return summary
 

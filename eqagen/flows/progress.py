@@ -104,8 +104,12 @@ def print_summary(summary: RunSummary, config: Any, elapsed: float, state_bytes:
     )
     console.print(
         f"{c.get('episodes', 0):,} episodes ({c.get('steps', 0):,} steps), {c.get('candidates', 0):,} candidate "
-        f"questions -> {c.get('questions_total', 0):,} questions ({per_split})"
+        f"questions, {c.get('asks', 0):,} asks in other scenes -> {c.get('questions_total', 0):,} questions "
+        f"({per_split})"
     )
+    if c.get("criteria_missed"):  # the dataset is written as asked, but it is no benchmark by the method's rules
+        console.print(f"[bold]method criteria missed: {', '.join(c['criteria_missed'])}[/] "
+                      f"(`eqagen audit {summary.out_dir}` says by how much)")  # fmt: skip
     console.print(stage_table(summary))
     console.print(f"done in {elapsed:.1f} s; output: {summary.out_dir}")
     console.print("  questions/<split>-NNNNN-of-MMMMM.parquet, episodes/episodes-NNNNN-of-MMMMM.parquet, "

@@ -34,12 +34,12 @@ def write_audit_files(
     stage_stats: dict[str, Any],
     manifest: dict[str, Any],
     report: bool = True,
-) -> list[str]:
-    """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html."""
+) -> dict[str, Any]:
+    """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html; returns the
+    statistics written."""
     stats = build_stats(questions, episodes, funnel, stage_stats, manifest.get("config"))
     write_json_atomic(stats, Path(out_dir) / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), Path(out_dir))
-    if not report:
-        return ["stats.json", "README.md"]
-    write_report(stats, Path(out_dir) / "report.html")
-    return ["stats.json", "README.md", "report.html"]
+    if report:
+        write_report(stats, Path(out_dir) / "report.html")
+    return stats
