@@ -254,3 +254,14 @@ def test_the_summary_names_the_criteria_the_audit_finds_missed(demo_run, tmp_pat
     assert missed and counts["criteria_missed"] == missed
     printed = " ".join((demo_run.parent / "stdout.txt").read_text().split())
     assert f"method criteria missed: {', '.join(missed)}" in printed
+
+
+def test_a_real_run_holds_half_of_val_and_test_out_of_train_and_balances_on_content(demo_run, tmp_path) -> None:
+    """What the pipeline guarantees by construction, recomputed by ``eqagen audit`` from the shards of a real
+    (small) run of the question engine: half of val and of test from scenes no train question uses, and
+    every balance group with at least two equally frequent answer contents."""
+    report = tmp_path / "audit.json"
+    run_eqagen("audit", str(demo_run), "--json", str(report))
+    checks = {c["name"]: c for c in json.loads(report.read_text())["checks"]}
+    assert checks["criterion unseen_share"]["ok"], checks["criterion unseen_share"]["detail"]
+    assert checks["criterion content_balance"]["ok"], checks["criterion content_balance"]["detail"]
