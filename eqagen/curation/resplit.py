@@ -58,16 +58,19 @@ def split_again(questions: pa.Table, config: SplitConfig, seed: int) -> tuple[pa
     share the new split needs (``unseen_fraction`` of val and test), the same scenes stay held out: their
     balance groups are made among themselves, so they go to val and test whole and the split draws the rest
     anew. Elsewhere (other ratios or another unseen fraction) the split searches for scenes to hold out."""
-    held = held_out_of(questions) if partitions_scenes(config) else None
-    if held is not None:
-        share = sum(s in held for s in questions["scene_id"].to_pylist()) / max(questions.num_rows, 1)
-        if abs(share - held_out_share(config.unseen_fraction, config.ratios)) > HELD_SHARE_TOLERANCE:
-            held = None
-    if held is None:
+    if not partitions_scenes(config):
         return split(questions, config, seed)
+    held = held_out_of(questions)
+    share = sum(s in held for s in questions["scene_id"].to_pylist()) / max(questions.num_rows, 1) if held else 0.0
+    need = held_out_share(config.unseen_fraction, config.ratios)
+    if held is None or abs(share - need) > HELD_SHARE_TOLERANCE:  # said, not silent: the search may miss
+        out, stats = split(questions, config, seed)
+        why = f"the input's held-out scenes hold {share:.3f} of the records, this split needs {need:.3f}"
+        note = "searched for scenes to hold out: " + (why if held else "the input holds no scene out of train")
+        return out, {**stats, "held_out": note, "warnings": [*stats.get("warnings", []), note]}
     marked = questions.append_column(HELD_OUT, held_out_column(questions["scene_id"], held))
     out, stats = split(marked, config, seed)
-    return out.drop_columns([HELD_OUT]), {**stats, "held_out_from_input": len(held)}
+    return out.drop_columns([HELD_OUT]), {**stats, "held_out": f"kept the input's {len(held)} held-out scenes"}
 
 
 def resplit_fingerprint(source: Dataset, config: SplitConfig, seed: int) -> str:

@@ -112,3 +112,23 @@ def test_a_short_seen_pool_trims_the_held_out_groups_to_their_share():
     assert stats["chosen_records"]["seen"] == seen_records  # every seen group chosen, still short
     share = stats["chosen_records"]["held_out"] / out.num_rows
     assert abs(share - 0.15) < 0.01, share
+
+
+def test_a_resplit_keeps_the_held_out_scenes_where_their_share_fits_and_says_when_it_searches():
+    from eqagen.curation.config import SplitConfig
+    from eqagen.curation.resplit import split_again
+
+    out, _ = compose(pool(2), ComposeConfig(TARGETS, 1000, 0.15), seed=0)
+    out = out.append_column("family", pa.array(["household"] * out.num_rows))
+    out = out.append_column("grounded", pa.array([False] * out.num_rows))
+    out = out.append_column("predicate_families", pa.array([[f] for f in out["filter_families"].to_pylist()]))
+    made, _ = split(out, {"ratios": (0.7, 0.15, 0.15)}, seed=0)
+    made = made.drop_columns([HELD_OUT])
+    again, stats = split_again(made, SplitConfig(), seed=5)
+    assert stats["held_out"].startswith("kept the input's") and not stats["warnings"]
+    held = {s for s, h in zip(out["scene_id"].to_pylist(), out[HELD_OUT].to_pylist()) if h}
+    train_scenes = {s for s, sp in zip(again["scene_id"].to_pylist(), again["split"].to_pylist()) if sp == "train"}
+    assert held and not held & train_scenes
+    _, other = split_again(made, SplitConfig(ratios=(0.6, 0.2, 0.2)), seed=5)
+    assert other["held_out"].startswith("searched for scenes to hold out: the input's held-out scenes hold")
+    assert other["held_out"] in other["warnings"]
