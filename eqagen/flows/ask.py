@@ -119,6 +119,7 @@ class Proposal:
     program: Program
     episode: int  # index into Vocabulary.episode_ids
     scenes: frozenset[int]
+    family: str  # the world family (whose registry tells what the query asks)
 
 
 def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary) -> list[Proposal]:
@@ -128,7 +129,8 @@ def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary)
     first: dict[str, int] = {}
     programs: list[Program] = []
     scenes: dict[str, set[int]] = {}
-    columns = ["balance_key", "episode_id", "grounded", "program"]
+    families: list[str] = []
+    columns = ["balance_key", "episode_id", "grounded", "program", "family"]
     for table in store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns):
         new_rows: list[int] = []
         rows = zip(table["balance_key"].to_pylist(), table["episode_id"].to_pylist(), table["grounded"].to_pylist())
@@ -140,14 +142,19 @@ def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary)
             if key not in first:
                 first[key] = where
                 new_rows.append(row)
-        programs += [program_from_row(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
-    return [Proposal(k, p, e, frozenset(scenes[k])) for (k, e), p in zip(first.items(), programs)]
+        taken = pa.array(new_rows, pa.int64())
+        programs += [program_from_row(p) for p in table["program"].take(taken).to_pylist()]
+        families += table["family"].take(taken).to_pylist()
+    return [Proposal(k, p, e, frozenset(scenes[k]), f) for (k, e), p, f in zip(first.items(), programs, families)]
 
 
 def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator) -> np.ndarray:
     """The episodes a proposal may be asked on, one per scene, in a random order: in its partition, in scenes
-    that did not propose it, having every name it needs. Round ``r`` asks the ``r``-th slice of it."""
-    from eqagen.predicates.asking import required_names  # the question engine, imported where it is used
+    that did not propose it, having every name it needs. An existence question alternates between episodes
+    likely to answer it ``yes`` (:func:`eqagen.predicates.asking.presence_name`) and the others, so that its
+    asks find both answers (asked at random, about one house in twenty answered ``yes``). Round ``r`` asks
+    the ``r``-th slice of the order."""
+    from eqagen.predicates.asking import presence_name, required_names  # the question engine, where used
 
     need = required_names(proposal.program, set(vocab.names[proposal.episode]))
     ok = vocab.episodes_with(need) & (vocab.held_out == vocab.held_out[proposal.episode])
@@ -156,7 +163,18 @@ def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator
     candidates = np.flatnonzero(ok & ~proposed_here[vocab.scene])
     order = candidates[np.argsort(rng.random(candidates.size), kind="stable")]
     _, first = np.unique(vocab.scene[order], return_index=True)  # one episode per scene: its first in the order
-    return order[np.sort(first)]
+    order = order[np.sort(first)]
+    presence = presence_name(proposal.program, proposal.family)
+    return order if presence is None else alternate(order, vocab.episodes_with(frozenset({presence}))[order])
+
+
+def alternate(order: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """``order`` rearranged to take its elements on each side of ``side`` (bool, per element) in turn, each
+    side in its own order, starting with the ``True`` side; the longer side's rest at the end."""
+    yes, no = order[side], order[~side]
+    n = min(yes.size, no.size)
+    paired = np.column_stack([yes[:n], no[:n]]).reshape(-1)
+    return np.concatenate([paired, yes[n:], no[n:]])
 
 
 def target_orders(proposals: list[Proposal], vocab: Vocabulary, seed: int) -> list[np.ndarray]:

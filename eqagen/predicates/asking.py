@@ -22,7 +22,7 @@ from eqagen.core import Draws, FilterSpec, Program
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import event_names, moment_spec_in
-from eqagen.predicates.registry import REGISTRY
+from eqagen.predicates.registry import REGISTRY, world_support
 from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
@@ -44,7 +44,18 @@ def episode_names(ctx: EpisodeContext) -> set[str]:
         if family != "moment"
         for spec in REGISTRY.filter(family, key).values(ctx, key)
     }
-    return set(ctx.observed_types()) | {ev.name for ev in ctx.events} | specs
+    return set(ctx.observed_types()) | {ev.name for ev in ctx.events} | specs | several_names(ctx)
+
+
+def several_name(type_name: str) -> str:
+    """The name of an episode where the agent saw two or more things of a type: where an existence question
+    about it can be answered ``yes`` with a filter that matters (one that leaves some of them out)."""
+    return f"several:{type_name}"
+
+
+def several_names(ctx: EpisodeContext) -> set[str]:
+    types, counts = np.unique(ctx.types[ctx.observed], return_counts=True)
+    return {several_name(t) for t in types[counts >= 2].tolist()}
 
 
 def program_names(program: Program) -> set[str]:
@@ -61,6 +72,14 @@ def required_names(program: Program, source_names: set[str]) -> frozenset[str]:
     """The names another episode must have for ``program`` (proposed in an episode with ``source_names``)
     to be asked there."""
     return frozenset(program_names(program) & source_names)
+
+
+def presence_name(program: Program, family: str) -> str | None:
+    """For an existence question, the name of the episodes most likely to answer it ``yes`` (those that saw
+    several things of the type it asks about: :func:`several_name`); None for other queries. It is not a
+    name the question needs: elsewhere it is answered ``no``. ``family``: the world family."""
+    world_support(family)  # the family's queries registered
+    return several_name(program.query.arg) if REGISTRY.query(program.query.name).asks_presence else None
 
 
 def program_in(ctx: EpisodeContext, program: Program) -> Program | None:

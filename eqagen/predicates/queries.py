@@ -47,6 +47,12 @@ def exists_outcome(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> O
     return Outcome(hits, "yes") if hits.size else Outcome(ents, "no")
 
 
+def exists_seeds(ctx: EpisodeContext, query: QuerySpec) -> np.ndarray:
+    """Where an existence question is built around: a sighting of the kind it asks about, so that its filters
+    describe where such a thing was (the question then asks, in every house, whether one is there)."""
+    return ctx.data & (ctx.types == query.arg)[None, :]
+
+
 def last_step(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
     """For each entity, the last step its mask holds (the last time the agent saw it so)."""
     return mask.shape[0] - 1 - mask[::-1, entities].argmax(axis=0)

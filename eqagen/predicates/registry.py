@@ -111,6 +111,9 @@ class QueryDef:
     # bool [T, N]: where an entity's last selected step must be for the query to name it (getLocation: held
     # by something); None: the query names every entity it sees
     reports: SeedsFn | None = None
+    # True: the answer turns on whether the type named by the query's arg was seen (an existence query);
+    # the ask stage then asks the question where that type was seen and where it was not, alike
+    asks_presence: bool = False
 
 
 @dataclass
@@ -235,6 +238,7 @@ def register_query(
     template: str | None = None,
     seeds: SeedsFn | None = None,
     reports: SeedsFn | None = None,
+    asks_presence: bool = False,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
@@ -249,6 +253,8 @@ def register_query(
     the query to name it (getLocation: held by something), so the sampler's preview names the same
     entities as the answer. ``fn`` is the query's one definition; ``value_codes`` and ``reports`` only
     describe it to the sampler's preview (``bitsets``), which a test holds equal to ``fn``.
+    ``asks_presence``: the answer is whether the type the query's arg names is in the selection
+    (existence), so the ask stage asks it where that type was seen and where it was not.
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -267,6 +273,7 @@ def register_query(
             template=template,
             seeds=seeds,
             reports=reports,
+            asks_presence=asks_presence,
         )
         return fn
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eqagen.config import load_config
 from eqagen.flows import ask, pipeline, stages
+from eqagen.predicates.asking import several_name
 
 SMALL = ["generation.n_episodes=16", "generation.batch_size=8", "generation.max_steps=80", "runner.kind=inline"]
 
@@ -54,3 +58,36 @@ def test_a_round_is_reused_only_where_it_asks_the_same_questions(tmp_path) -> No
     assert again.stats["rounds"] == [
         {**r, "seconds": a["seconds"]} for r, a in zip(fresh.stats["rounds"], again.stats["rounds"])
     ]
+
+
+@given(st.lists(st.booleans(), max_size=40))
+def test_alternate_takes_each_side_in_turn_keeping_each_sides_order(sides: list[bool]) -> None:
+    order = np.arange(len(sides)) * 7 % 41  # distinct, not sorted
+    side = np.array(sides, dtype=bool)
+    out = ask.alternate(order, side)
+    assert sorted(out.tolist()) == sorted(order.tolist())
+    on_side = dict(zip(order.tolist(), sides))
+    labels = [on_side[x] for x in out.tolist()]
+    n = min(sum(sides), len(sides) - sum(sides))
+    assert labels[: 2 * n] == [True, False] * n  # in turn while both sides last
+    for flag in (True, False):  # each side in its own order
+        assert [x for x in out.tolist() if on_side[x] is flag] == [x for x in order.tolist() if on_side[x] is flag]
+
+
+def test_an_existence_question_is_asked_alike_where_its_kind_was_seen_several_times_and_elsewhere(tmp_path) -> None:
+    """On real navigation episodes: the targets of an existence question alternate between episodes that saw
+    several things of its kind and the others; other questions' targets keep their random order."""
+    config = load_config("openeqa-hm3d", [*SMALL, "generation.n_episodes=24", "generation.params.n_scenes=12"])
+    ctx, names = batches_in(tmp_path, config)
+    vocab = ask.read_vocabulary(ctx.store, names, lambda scenes: set())
+    proposals = ask.read_proposals(ctx.store, names, vocab)
+    orders = ask.target_orders(proposals, vocab, config.seed)
+    checked = 0
+    for proposal, order in zip(proposals, orders):
+        if proposal.program.query.name != "existsObject":
+            continue
+        several = vocab.episodes_with(frozenset({several_name(proposal.program.query.arg)}))[order]
+        n = min(int(several.sum()), int((~several).sum()))
+        assert several[: 2 * n].tolist() == [True, False] * n, proposal.key
+        checked += n > 0
+    assert checked >= 3

@@ -48,8 +48,8 @@ def records_of(family: str, seed: int) -> tuple[QARecord, ...]:
 
 @lru_cache(maxsize=1)
 def many_records() -> tuple[QARecord, ...]:
-    """The records of 60 household, 12 navigation and 8 Minecraft episodes (several per scene)."""
-    eps = [*household_episodes(60), *(episode("navigation", s) for s in range(12))]
+    """The records of 60 household, 16 navigation and 8 Minecraft episodes (several per scene)."""
+    eps = [*household_episodes(60), *(episode("navigation", s) for s in range(16))]
     eps += [episode("blockworld", s) for s in range(8)]
     return tuple(r for ep in eps for r in sampled(ep))
 

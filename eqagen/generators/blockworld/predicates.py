@@ -30,7 +30,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
+from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
 
 QUADRANT_NAMES = ("northwest", "northeast", "southwest", "southeast")
 MOB_KINDS = ("bat", "chicken", "cow", "pig", "polar_bear", "rabbit", "sheep", "strider", "villager", "wolf")
@@ -117,6 +117,8 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     args=exists_args,
     applies=lambda ctx, q: _category_mask(ctx, CATEGORY_OF.get(q.arg, "")),
     answer_type="yes/no",
+    asks_presence=True,
+    seeds=exists_seeds,
     categories=("object recognition", "existence"),
 )
 def exists_kind(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:

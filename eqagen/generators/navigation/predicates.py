@@ -15,8 +15,9 @@ Filter families:
 
 Queries, with their EXPRESS-Bench category:
 
-- ``existsObject`` (existence): "are there any armchairs in the bedroom?"; the kind is asked whether
-  or not the house has it, so the same question gets both answers across houses. ``yes`` with the
+- ``existsObject`` (existence): "are there any armchairs in the bedroom?"; the kind is one the agent saw
+  in the house, in the selection or not, and the ask stage asks the question in houses where the kind
+  was seen and where it was not, so the same question gets both answers across houses. ``yes`` with the
   matches, or ``no`` with what the selection holds instead (so a ``no`` is grounded too).
 - ``count`` (counting, built-in): objects, or events ("how many times did you enter a bedroom?").
 - ``getRoom`` (location): the room category each selected object stands in.
@@ -32,7 +33,7 @@ from eqagen.core import FilterSpec, QuerySpec
 from eqagen.generators.navigation.houses import COLORS
 from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
+from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
 
 LANDMARK_RADIUS = 1.5  # m between centres (floor plane) for "next to"
 VOCABULARY = (
@@ -104,10 +105,13 @@ def final_view(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
 
 
 def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
-    if not (ctx.observed & is_object(ctx)).any():
-        return []
+    """The kinds of the vocabulary the agent saw: a question proposed about a kind seen somewhere in the house
+    is ``yes`` or ``no`` as its filters choose, and asked in other houses where the kind was and was not seen
+    (``asks_presence``) it gets both answers. (Asked about every kind, nine in ten questions were about a
+    kind the house lacks, and almost no house answered them ``yes``.)"""
+    seen = set(ctx.types[ctx.observed & is_object(ctx)].tolist())
     vocab = ctx.params.get("exists_kinds", VOCABULARY)
-    return [QuerySpec("existsObject", k) for k in vocab]
+    return [QuerySpec("existsObject", k) for k in vocab if k in seen]
 
 
 @register_query(
@@ -115,6 +119,8 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     args=exists_args,
     applies=lambda ctx, q: is_object(ctx),
     answer_type="yes/no",
+    asks_presence=True,
+    seeds=exists_seeds,
     categories=("object recognition", "existence"),
 )
 def exists_object(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:

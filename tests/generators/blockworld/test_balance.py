@@ -1,7 +1,8 @@
 """pqb-minecraft: every kept question has environments with different answers; yes/no is blind-proof.
 
-Candidates are the question records of the preset's embedded worlds (``sample_questions``); the
-curation stage's ``balance`` keeps, per question text (``balance_key``), environments whose answers
+Candidates are the question records of the preset's embedded worlds (``sample_questions``, and the
+existence questions asked in the other worlds, as the ask stage asks them); the curation stage's
+``balance`` keeps, per question text (``balance_key``), environments whose answers
 are equally frequent.
 """
 
@@ -14,22 +15,43 @@ from eqagen.config import read_preset, validate_config
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance, blind_baseline
 from eqagen.generators import get_backend
-from eqagen.predicates import sample_questions
+from eqagen.predicates import context_for, sample_questions
+from eqagen.predicates.asking import accept, ask
+from eqagen.templates.records import make_records
 
 
 def _candidates(n_episodes: int, seed: int) -> pa.Table:
+    """The proposed records of the preset's worlds, and each existence question asked in every other world
+    (the ask stage asks every question so; an existence question is proposed where its kind was seen, so
+    its ``no`` answers come from the other worlds)."""
     config = validate_config(read_preset("pqb-minecraft"), "pqb-minecraft")
     questions = config.questions.model_copy(update={"questions_per_episode": 10})
     backend = get_backend("blockworld", "embedded")
     columns = ("question_id", "scene_id", "balance_key", "answer_key", "answer_type", "question", "grounded")
     rows: dict[str, list] = {c: [] for c in columns}
-    for spec in backend.plan(n_episodes, seed, {"max_steps": config.generation.max_steps}):
-        ep = backend.run(spec)
-        records, _ = sample_questions(ep, questions, derive_rng(seed, "questions", ep.episode_id))
+
+    def add(records) -> None:
         for r in records:
             d = r.to_dict()
             for c in columns:
                 rows[c].append(d[c])
+
+    contexts, existence = [], {}
+    for spec in backend.plan(n_episodes, seed, {"max_steps": config.generation.max_steps}):
+        ep = backend.run(spec)
+        records, _ = sample_questions(ep, questions, derive_rng(seed, "questions", ep.episode_id))
+        add(records)
+        contexts.append(context_for(ep))
+        for r in records:
+            if r.query_type == "existsKind" and not r.grounded:
+                existence.setdefault(r.balance_key, (r.program, r.scene_id))
+    for program, proposed_in in existence.values():
+        for ctx in contexts:
+            verdict = ask(ctx, program, questions) if ctx.episode.scene_id != proposed_in else "proposed here"
+            if not isinstance(verdict, str):
+                here, answered = verdict
+                rng = derive_rng(seed, "ask", ctx.episode.episode_id, program.signature())
+                add(make_records(ctx, accept(ctx, here, answered, lambda rng=rng: rng)))
     return pa.table(rows)
 
 

@@ -15,6 +15,7 @@ from eqagen.generators.blockworld.embedded import generate_world
 from eqagen.generators.blockworld.predicates import CATEGORY_OF
 from eqagen.generators.blockworld.world import BIOMES
 from eqagen.predicates import QuestionConfig, context_for
+from eqagen.predicates.asking import ask
 from eqagen.predicates.evaluator import evaluate_raw
 from eqagen.predicates.sampler import sample_programs
 
@@ -213,7 +214,40 @@ def test_answers_agree_with_brute_force(episodes):
             by_query[acc.program.query.name] = by_query.get(acc.program.query.name, 0) + 1
             if acc.program.query.name == "existsKind":
                 exists_answers.update(v for _, _, v in engine)
+                # its kind is what it looks for among the things: as the subject, no world could say "no"
+                assert "subject" not in acc.program.query.args, acc.program.signature()
     assert compared >= 100
     # getBiome is never asked: a world has one biome, so no filter changes its answer (validity rules)
     assert set(by_query) == {"existsKind", "count", "getMaterial", "getRegion", "listObjects"}
-    assert exists_answers == {"yes", "no"}
+    # an existence question is built around a sighting of its kind (then asked in other worlds: below)
+    assert exists_answers == {"yes"}
+
+
+def test_existence_questions_asked_in_other_worlds_get_both_answers_as_brute_force_says(episodes):
+    """The ask stage's premise for existence questions: asked in other worlds, the same question is answered
+    ``yes`` in some and ``no`` in others, each answer as the brute force finds it."""
+    contexts = [(ep, world, context_for(ep), _brute_things(world)) for ep, world in episodes]
+    for *_, things in contexts:
+        for row in things.values():
+            row["inside_type"] = things[row["inside"]]["type"] if row["inside"] else ""
+    answers: dict[str, int] = {}
+    for ep, _, ctx, _ in contexts:
+        accepted, _ = sample_programs(ctx, CONFIG, derive_rng(3, "bw-brute", ep.episode_id))
+        existence = [
+            a.program
+            for a in accepted
+            if a.program.query.name == "existsKind" and not any(f.family == "position" for f in a.program.filters)
+        ]
+        for question in existence[:3]:
+            for other, world, other_ctx, things in contexts:
+                if other is ep:
+                    continue
+                asked = ask(other_ctx, question, CONFIG)
+                if isinstance(asked, str):
+                    continue
+                program, answered = asked
+                engine = sorted((g.anchor, tuple(g.entities.tolist()), g.value) for g in answered.groups)
+                assert engine == _brute_answer(other, world, things, program), program.signature()
+                for _, _, value in engine:
+                    answers[value] = answers.get(value, 0) + 1
+    assert answers.get("yes", 0) >= 5 and answers.get("no", 0) >= 5, answers
