@@ -307,7 +307,10 @@ def accuracy_against_chance(
     def judged(mask: np.ndarray, judge: bool) -> dict[str, Any]:
         accuracy, level = float(hits[mask].mean()), float(chance[mask].mean())
         ok = abs(accuracy - level) <= BLIND_TOLERANCE + 1e-9 if judge else None
-        return {"n": int(mask.sum()), "accuracy": round(accuracy, 6), "chance": round(level, 6), "ok": ok}
+        # the standard error of a guesser at chance on these records: how far chance alone strays
+        se = float(np.sqrt((chance[mask] * (1 - chance[mask])).sum()) / mask.sum())
+        n = int(mask.sum())
+        return {"n": n, "accuracy": round(accuracy, 6), "chance": round(level, 6), "se": round(se, 6), "ok": ok}
 
     per_type = {q: judged(types == q, int((types == q).sum()) >= MIN_JUDGED_RECORDS) for q in sorted(set(query_types))}
     return {"overall": judged(np.ones(len(hits), bool), True), "per_query_type": per_type}
@@ -340,7 +343,7 @@ def blind_baselines(questions: pa.Table, contents: Sequence[str] | None = None) 
     }
     measured = {m: accuracy_against_chance(a, truth, chance, test_types) for m, a in models.items()}
     missed = [
-        f"{m} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f}"
+        f"{m} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f} ({r['n']} records, SE {r['se']:.3f})"
         for m, result in measured.items()
         for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]
         if r["ok"] is False

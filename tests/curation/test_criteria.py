@@ -188,8 +188,10 @@ def test_blind_baselines_read_the_paraphrase_where_it_leaks():
             for s in ("train", "test") for g in range(5) for m in (1, 2)]  # fmt: skip
     result = C.blind_baselines(table(rows))
     assert result.measured["tfidf_question"]["overall"]["ok"]
-    assert result.measured["tfidf_paraphrase"]["overall"] == {"n": 10, "accuracy": 1.0, "chance": 0.5, "ok": False}
-    assert "tfidf_paraphrase overall 1.000 vs chance 0.500" in result.detail
+    # se: the standard error of a guesser at chance on 10 records, sqrt(0.5 * 0.5 / 10)
+    expected = {"n": 10, "accuracy": 1.0, "chance": 0.5, "se": 0.158114, "ok": False}
+    assert result.measured["tfidf_paraphrase"]["overall"] == expected
+    assert "tfidf_paraphrase overall 1.000 vs chance 0.500 (10 records, SE 0.158)" in result.detail
 
 
 def test_criteria_do_not_depend_on_row_order():
