@@ -14,7 +14,7 @@ from eqagen.config import read_preset, validate_config
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance, blind_baseline
 from eqagen.generators import get_backend
-from eqagen.predicates import sample_questions
+from eqagen.templates.records import sample_questions
 
 
 def _candidates(n_episodes: int, seed: int) -> pa.Table:
