@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
-from eqagen.generators.navigation.houses import COLORS
+from eqagen.generators.navigation.palette import COLORS
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import exists_outcome, join_values, seen_entities
 from eqagen.predicates.registry import Anchored, Outcome, forbid_pair, register_filter, register_query
