@@ -33,9 +33,9 @@ import pyarrow as pa
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance
 from eqagen.generators.base import get_backend
-from eqagen.predicates import QuestionConfig, context_for, sample_questions
+from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.sampler import sample_programs
-from eqagen.templates.records import make_records
+from eqagen.templates.records import make_records, sample_questions
 
 TARGET = 1500.0  # accepted questions per CPU-second on one core (the target)
 CLEVR_RATE = 25.0  # CLEVR's question generator on this machine, per second per core

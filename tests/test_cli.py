@@ -89,7 +89,7 @@ def test_other_parts_register_subcommands() -> None:
 
 def test_demo_answers_recompute_from_the_shards(demo_run) -> None:
     from eqagen.outputs.readers import read_episodes, read_questions
-    from eqagen.predicates import evaluate
+    from eqagen.templates.answers import evaluate
 
     episodes = read_episodes(demo_run)
     records = read_questions(demo_run)

@@ -119,7 +119,6 @@ class Proposal:
     program: Program
     episode: int  # index into Vocabulary.episode_ids
     scenes: frozenset[int]
-    family: str  # the world family (whose registry tells what the query asks)
 
 
 def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary) -> list[Proposal]:
@@ -129,8 +128,7 @@ def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary)
     first: dict[str, int] = {}
     programs: list[Program] = []
     scenes: dict[str, set[int]] = {}
-    families: list[str] = []
-    columns = ["balance_key", "episode_id", "grounded", "program", "family"]
+    columns = ["balance_key", "episode_id", "grounded", "program"]
     for table in store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns):
         new_rows: list[int] = []
         rows = zip(table["balance_key"].to_pylist(), table["episode_id"].to_pylist(), table["grounded"].to_pylist())
@@ -142,10 +140,8 @@ def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary)
             if key not in first:
                 first[key] = where
                 new_rows.append(row)
-        taken = pa.array(new_rows, pa.int64())
-        programs += [program_from_row(p) for p in table["program"].take(taken).to_pylist()]
-        families += table["family"].take(taken).to_pylist()
-    return [Proposal(k, p, e, frozenset(scenes[k]), f) for (k, e), p, f in zip(first.items(), programs, families)]
+        programs += [program_from_row(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
+    return [Proposal(k, p, e, frozenset(scenes[k])) for (k, e), p in zip(first.items(), programs)]
 
 
 def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator) -> np.ndarray:
@@ -164,7 +160,7 @@ def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator
     order = candidates[np.argsort(rng.random(candidates.size), kind="stable")]
     _, first = np.unique(vocab.scene[order], return_index=True)  # one episode per scene: its first in the order
     order = order[np.sort(first)]
-    presence = presence_name(proposal.program, proposal.family)
+    presence = presence_name(proposal.program)
     return order if presence is None else alternate(order, vocab.episodes_with(frozenset({presence}))[order])
 
 

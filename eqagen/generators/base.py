@@ -48,7 +48,7 @@ _REGISTRY: dict[tuple[str, str], Callable[[], WorldBackend]] = {}
 _BACKEND_MODULES: dict[tuple[str, str], str] = {
     ("household", "embedded"): "eqagen.generators.household.backend",
     ("household", "alfred"): "eqagen.generators.household.alfred",
-    ("household", "ai2thor"): "eqagen.generators.household.ai2thor_backend",
+    ("household", "ai2thor"): "eqagen.generators.household.alfred.ai2thor_backend",
     ("navigation", "embedded"): "eqagen.generators.navigation.backend",
     ("navigation", "hm3d-files"): "eqagen.generators.navigation.backend",
     ("navigation", "habitat-sim"): "eqagen.generators.navigation.habitat_backend",

@@ -15,6 +15,7 @@ episodes that have every type and event a question names give no answer for want
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from eqagen.core import Draws, FilterSpec, Program
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import event_names, moment_spec_in
-from eqagen.predicates.registry import REGISTRY, world_support
+from eqagen.predicates.registry import REGISTRY, selection
 from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
@@ -40,7 +41,7 @@ def episode_names(ctx: EpisodeContext) -> set[str]:
     specs = {
         spec_name(spec)
         for family in ctx.support.filters
-        for key in ctx.support.filter_keys(family)
+        for key in REGISTRY.filter_keys(ctx.support, family)
         if family != "moment"
         for spec in REGISTRY.filter(family, key).values(ctx, key)
     }
@@ -74,11 +75,10 @@ def required_names(program: Program, source_names: set[str]) -> frozenset[str]:
     return frozenset(program_names(program) & source_names)
 
 
-def presence_name(program: Program, family: str) -> str | None:
+def presence_name(program: Program) -> str | None:
     """For an existence question, the name of the episodes most likely to answer it ``yes`` (those that saw
     several things of the type it asks about: :func:`several_name`); None for other queries. It is not a
-    name the question needs: elsewhere it is answered ``no``. ``family``: the world family."""
-    world_support(family)  # the family's queries registered
+    name the question needs: elsewhere it is answered ``no``."""
     return several_name(program.query.arg) if REGISTRY.query(program.query.name).asks_presence else None
 
 
@@ -102,7 +102,7 @@ def ask(ctx: EpisodeContext, program: Program, config: QuestionConfig) -> tuple[
     here = program_in(ctx, program)
     if here is None:
         return "event_missing"
-    verdict = judge(ctx, here, config, ctx.selection)
+    verdict = judge(ctx, here, config, partial(selection, ctx))
     return verdict if isinstance(verdict, str) else (here, verdict)
 
 
@@ -113,4 +113,6 @@ def accept(
     sampler draws it; the generator is made only for a program with anchors (most have none)."""
     if not any(g.anchor >= 0 for g in answered.groups):
         return Accepted(program, answered.groups, None)
-    return Accepted(program, answered.groups, grounded_choice(ctx, ctx.selection, program, answered, Draws(make_rng())))
+    return Accepted(
+        program, answered.groups, grounded_choice(ctx, partial(selection, ctx), program, answered, Draws(make_rng()))
+    )

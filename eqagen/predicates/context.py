@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import Episode, FilterSpec, QuerySpec, number_events, to_egocentric
-from eqagen.predicates.registry import REGISTRY, Anchored, WorldSupport, world_support
+from eqagen.predicates.worlds import WorldSupport, world_support
 
 
 @dataclass(frozen=True)
@@ -152,10 +152,6 @@ class EpisodeContext:
         t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
         x, y, z = self.position[t, entity].tolist()
         return (round(x, 2), round(y, 2), round(z, 2))
-
-    def selection(self, spec: FilterSpec) -> np.ndarray | Anchored:
-        """The filter's selection: its registered definition, called."""
-        return REGISTRY.filter(spec.family, spec.key).fn(self, spec)
 
 
 def covisible_pairs(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

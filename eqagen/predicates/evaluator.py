@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from eqagen.core import FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import last_step
-from eqagen.predicates.registry import REGISTRY, Anchored, QueryDef
+from eqagen.predicates.registry import REGISTRY, Anchored, QueryDef, selection
 
 
 class SeveralAmbiguousFilters(ValueError):
@@ -72,7 +73,7 @@ def evaluate_raw(ctx: EpisodeContext, program: Program, select: Select | None = 
     filter's selection; by default its definition, called (the sampler passes the selections its index
     computed from the same definitions once per episode)."""
     qdef = REGISTRY.query(program.query.name)
-    return groups_on(ctx, program, qdef, base_mask(ctx, program, qdef), select or ctx.selection)
+    return groups_on(ctx, program, qdef, base_mask(ctx, program, qdef), select or partial(selection, ctx))
 
 
 def groups_on(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import eqagen.predicates.builtin  # noqa: F401
 from eqagen.core import UnknownNameError
 from eqagen.generators.household.objects import catalog
-from eqagen.predicates.registry import declare_world_family
+from eqagen.predicates.worlds import declare_world_family
 
 
 def attribute_values(attribute: str, type_name: str) -> tuple[str, ...] | None:

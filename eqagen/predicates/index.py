@@ -17,7 +17,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
 from eqagen.predicates.context import EpisodeContext, spec_key
-from eqagen.predicates.registry import REGISTRY, Anchored
+from eqagen.predicates.registry import REGISTRY, Anchored, selection
 from eqagen.predicates.validity import single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
@@ -79,7 +79,7 @@ class EpisodeIndex:
     def selection(self, spec: FilterSpec) -> Selection:
         """The spec's selection as the index computed it, or its definition called for a spec it lacks."""
         i = self.position_of.get(spec_key(spec))
-        return self.selections[i] if i is not None else self.ctx.selection(spec)
+        return self.selections[i] if i is not None else selection(self.ctx, spec)
 
     def holding_at(self, cell: int, allowed: list[bool]) -> list[int]:
         """Specs (ascending) that keep ``cell`` and are ``allowed``."""
@@ -122,7 +122,7 @@ def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
 def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
     """The (family, key) pairs the episode's world family supports, in the registry's order."""
     support = ctx.support
-    return [(family, key) for family in support.filters for key in support.filter_keys(family)]
+    return [(family, key) for family in support.filters for key in REGISTRY.filter_keys(support, family)]
 
 
 def row_at_cells(ctx: EpisodeContext, sel: Selection) -> np.ndarray:
@@ -137,7 +137,7 @@ def satisfiable_specs(ctx: EpisodeContext) -> list[tuple[FilterSpec, Selection, 
     out = []
     for family, key in filter_keys(ctx):
         for spec in REGISTRY.filter(family, key).values(ctx, key):
-            sel = ctx.selection(spec)
+            sel = selection(ctx, spec)
             row = row_at_cells(ctx, sel)
             if row.any():
                 out.append((spec, sel, row))

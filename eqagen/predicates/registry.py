@@ -11,25 +11,28 @@ filter families and queries from its own module without editing this package:
   hold in this episode (the sampler proposes only these);
 - a *query* is a pure function ``fn(ctx, query, mask) -> Outcome | None`` that aggregates one group's
   ``[T, N]`` mask into the entities it answers with and the answer value (a string);
-- a world family declares which filter families (and keys) and which queries (and args) it supports.
+- a world family declares which filter families (and keys) and which queries (and args) it supports
+  (:mod:`eqagen.predicates.worlds`).
 
 See docs/questions.md ("Registering a filter family or a query") for a worked example.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec, UnknownNameError
+from eqagen.predicates.context import EpisodeContext
 
-if TYPE_CHECKING:
-    from eqagen.predicates.context import EpisodeContext
+# World support is declared in worlds.py (the context reads it, so it sits below this registry); the
+# registry's users find it here too.
+from eqagen.predicates.worlds import WorldSupport as WorldSupport
+from eqagen.predicates.worlds import declare_world_family as declare_world_family
+from eqagen.predicates.worlds import extend_world_family as extend_world_family
+from eqagen.predicates.worlds import world_support as world_support
 
 SLOTS = ("pre", "post", "when")  # where a filter's phrase goes: before the noun, after it, as a time clause
 
@@ -116,31 +119,6 @@ class QueryDef:
     asks_presence: bool = False
 
 
-@dataclass
-class WorldSupport:
-    """What a world family can be asked: filter family -> keys, query -> args (None: all registered).
-
-    ``params`` carries family-specific knobs the predicates read through ``ctx.params`` (thresholds,
-    which receptacle types enclose their contents, ...).
-    """
-
-    family: str
-    filters: dict[str, tuple[str, ...] | None]
-    queries: dict[str, tuple[str, ...] | None]
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def filter_keys(self, family: str) -> list[str]:
-        registered = [k for (f, k) in REGISTRY.filters if f == family]
-        allowed = self.filters.get(family)
-        return registered if allowed is None else [k for k in registered if k in allowed]
-
-    def allows_query(self, query: QuerySpec) -> bool:
-        if query.name not in self.queries:
-            return False
-        allowed = self.queries[query.name]
-        return allowed is None or query.arg in allowed
-
-
 @dataclass(frozen=True)
 class ForbiddenPair:
     """A filter/query pair that gives the answer away. ``"*"`` matches anything; a query arg of ``"="``
@@ -166,7 +144,6 @@ class Registry:
         self.filters: dict[tuple[str, str], FilterDef] = {}
         self.queries: dict[str, QueryDef] = {}
         self.forbidden: list[ForbiddenPair] = []
-        self.worlds: dict[str, WorldSupport] = {}
 
     def filter(self, family: str, key: str) -> FilterDef:
         if (family, key) not in self.filters:
@@ -178,6 +155,12 @@ class Registry:
             raise UnknownNameError("query", name, self.queries)
         return self.queries[name]
 
+    def filter_keys(self, support: WorldSupport, family: str) -> list[str]:
+        """The registered keys of filter family ``family`` that ``support`` allows, in registration order."""
+        registered = [k for (f, k) in self.filters if f == family]
+        allowed = support.filters.get(family)
+        return registered if allowed is None else [k for k in registered if k in allowed]
+
     def families(self) -> list[str]:
         return sorted({f for f, _ in self.filters})
 
@@ -186,6 +169,11 @@ class Registry:
 
 
 REGISTRY = Registry()
+
+
+def selection(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
+    """The filter's selection in an episode: its registered definition, called."""
+    return REGISTRY.filter(spec.family, spec.key).fn(ctx, spec)
 
 
 def register_filter(
@@ -285,64 +273,3 @@ def forbid_pair(family: str, key: str, query: str, arg: str) -> None:
     rule = ForbiddenPair(family, key, query, arg)
     if rule not in REGISTRY.forbidden:
         REGISTRY.forbidden.append(rule)
-
-
-def declare_world_family(
-    family: str,
-    filters: dict[str, Iterable[str] | None],
-    queries: dict[str, Iterable[str] | None],
-    params: dict[str, Any] | None = None,
-) -> WorldSupport:
-    """Declare (or replace) what world family ``family`` supports."""
-    support = WorldSupport(
-        family=family,
-        filters={k: None if v is None else tuple(v) for k, v in filters.items()},
-        queries={k: None if v is None else tuple(v) for k, v in queries.items()},
-        params=dict(params or {}),
-    )
-    REGISTRY.worlds[family] = support
-    return support
-
-
-def extend_world_family(
-    family: str,
-    filters: dict[str, Iterable[str] | None] | None = None,
-    queries: dict[str, Iterable[str] | None] | None = None,
-    params: dict[str, Any] | None = None,
-) -> WorldSupport:
-    """Add filter families, queries or params to a declared world family (declares it if new)."""
-    support = REGISTRY.worlds.get(family) or declare_world_family(family, {}, {})
-    for k, v in (filters or {}).items():
-        support.filters[k] = None if v is None else tuple(v)
-    for k, v in (queries or {}).items():
-        support.queries[k] = None if v is None else tuple(v)
-    support.params.update(params or {})
-    return support
-
-
-# Modules that register a world family's predicates, imported on first use. By convention a family's own
-# predicates live in eqagen/generators/<family>/predicates.py; eqagen.predicates.<family> holds the
-# built-in declarations.
-def _support_modules(family: str) -> list[str]:
-    return [f"eqagen.predicates.{family}", f"eqagen.generators.{family}.predicates"]
-
-
-def _module_exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
-
-
-def world_support(family: str) -> WorldSupport:
-    """The declared support of ``family``, importing the modules that declare it on first use."""
-    import eqagen.predicates.builtin  # noqa: F401  (registers the built-in filters and queries)
-
-    if not getattr(REGISTRY, "_imported_" + family, False):
-        for module in _support_modules(family):
-            if _module_exists(module):
-                importlib.import_module(module)
-        setattr(REGISTRY, "_imported_" + family, True)
-    if family not in REGISTRY.worlds:
-        raise UnknownNameError("world family (predicates)", family, REGISTRY.worlds)
-    return REGISTRY.worlds[family]

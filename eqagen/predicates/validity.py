@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import RawGroup, Select, base_mask, evaluate_raw, groups_on
 from eqagen.predicates.filters import AGENT, EVENT_ARGS
-from eqagen.predicates.registry import REGISTRY, Anchored
+from eqagen.predicates.registry import REGISTRY, Anchored, selection
 
 Anchor = tuple[float, float, float]
 
@@ -274,7 +275,7 @@ def violations(
     how a filter's selection is found (default: its definition, called). ``dropped``: ``dropped_answers``
     of the program, where the caller judges several anchors of it (computed when not given)."""
     ctx = ctx_or_episode if isinstance(ctx_or_episode, EpisodeContext) else context_for(ctx_or_episode)
-    select = select or ctx.selection
+    select = select or partial(selection, ctx)
     groups = evaluate_raw(ctx, program, select) if groups is None else groups
     dropped = dropped_answers(ctx, program, select) if dropped is None else dropped
     q = Asked.of(ctx, program, anchor, groups, select, dropped)

@@ -8,25 +8,19 @@ states and events most homes have. Values the table does not list come after all
 fixed order of ``stable_priority``.
 
 The table of a world family is the JSON file named by its ``vocabulary`` param (a path relative to this
-package, or absolute). Make one with::
-
-    python -m eqagen.predicates.vocabulary household --episodes 300 --out eqagen/predicates/data/household.json
+package, or absolute), written by :mod:`eqagen.predicates.vocabulary_table`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import zlib
-from collections import Counter
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from eqagen.core import DataFileError, Episode, FilterSpec
+from eqagen.core import DataFileError, FilterSpec
 
 PACKAGE_DIR = Path(__file__).parent
-MIN_SHARE = 0.02  # values in fewer episodes are left out of a table (they sort after it anyway)
 
 
 def stable_priority(text: str) -> float:
@@ -51,7 +45,7 @@ def load_vocabulary(path: str) -> dict[str, float]:
         data = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise DataFileError(
-            file, "vocabulary", str(err), "regenerate it: python -m eqagen.predicates.vocabulary"
+            file, "vocabulary", str(err), "regenerate it: python -m eqagen.predicates.vocabulary_table"
         ) from err
     shares = data.get("shares") if isinstance(data, dict) else None
     if not isinstance(shares, dict) or not all(isinstance(v, (int, float)) for v in shares.values()):
@@ -65,46 +59,3 @@ def priority(text: str, shares: dict[str, float]) -> float:
     share = shares.get(text)
     tie = stable_priority(text) * 1e-3
     return (1.0 - share) * 0.999 + tie if share is not None else 1.0 + stable_priority(text)
-
-
-def episode_vocabulary(episode: Episode) -> set[str]:
-    """The text keys one episode can use: its satisfiable filter specs and the types it saw."""
-    from eqagen.predicates.context import EpisodeContext
-    from eqagen.predicates.index import build_index
-
-    index = build_index(EpisodeContext(episode))
-    seen = index.ctx.types[index.ctx.observed]
-    return {spec_text(s) for s in index.specs} | {type_text(str(t)) for t in seen}
-
-
-def vocabulary_shares(episodes: Iterable[Episode]) -> dict[str, float]:
-    """Share of episodes that can use each text key (those in at least ``MIN_SHARE`` of them)."""
-    counts: Counter[str] = Counter()
-    n = 0
-    for ep in episodes:
-        counts.update(episode_vocabulary(ep))
-        n += 1
-    return {k: round(c / n, 4) for k, c in sorted(counts.items()) if n and c / n >= MIN_SHARE}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Write a world family's vocabulary table.")
-    parser.add_argument("family")
-    parser.add_argument("--backend", default="embedded")
-    parser.add_argument("--episodes", type=int, default=300)
-    parser.add_argument("--max-steps", type=int, default=250)
-    parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
-    from eqagen.generators.base import get_backend
-
-    backend = get_backend(args.family, args.backend)
-    specs = backend.plan(args.episodes, args.seed, {"max_steps": args.max_steps})
-    shares = vocabulary_shares(backend.run(s) for s in specs)
-    meta = {"family": args.family, "backend": args.backend, "episodes": args.episodes, "seed": args.seed}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({**meta, "shares": shares}, indent=0, sort_keys=False) + "\n")
-
-
-if __name__ == "__main__":
-    main()

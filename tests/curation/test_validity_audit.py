@@ -16,9 +16,10 @@ from eqagen.curation.audit_run import validity_checks
 from eqagen.curation.validity_audit import REASONS, check_output
 from eqagen.outputs.folder import write_dataset
 from eqagen.outputs.schemas import episodes_table, questions_table
-from eqagen.predicates import REGISTRY, evaluate
+from eqagen.predicates import REGISTRY
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.validity import RULES, groups_for
+from eqagen.templates.answers import evaluate
 from tests.predicates.helpers import family_episodes
 from tests.predicates.planted import planted_questions
 

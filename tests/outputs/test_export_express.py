@@ -16,7 +16,7 @@ from eqagen.outputs.export_express import export_express
 from eqagen.outputs.exports import export
 from eqagen.outputs.folder import write_dataset
 from eqagen.outputs.schemas import episodes_table, questions_table
-from eqagen.predicates import sample_questions
+from eqagen.templates.records import sample_questions
 from tests.outputs.builders import make_episode
 
 MANIFEST_FIELDS = {"config": {}, "seed": 2, "config_hash": "test"}

@@ -15,8 +15,9 @@ from eqagen.paraphrase.config import ParaphraseConfig
 from eqagen.paraphrase.offline import offline_paraphrase
 from eqagen.paraphrase.runner import paraphrase_records
 from eqagen.paraphrase.validator import check_paraphrase
-from eqagen.predicates import QuestionConfig, sample_questions
+from eqagen.predicates import QuestionConfig
 from eqagen.templates.phrasing import phrasing, question_variants
+from eqagen.templates.records import sample_questions
 from eqagen.templates.render import program_wording
 from tests.paraphrase.fixtures import generated_records, sample_records
 

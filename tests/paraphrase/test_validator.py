@@ -141,17 +141,18 @@ def test_engine_shaped_items_reject_changed_facts(index, question, answer, reaso
 
 def test_on_the_question_engines_own_output():
     """Items sampled by the question engine from embedded episodes of each world family."""
-    predicates = pytest.importorskip("eqagen.predicates")
     from eqagen.core import derive_rng
     from eqagen.generators import get_backend
     from eqagen.paraphrase.offline import offline_paraphrase
+    from eqagen.predicates import QuestionConfig
+    from eqagen.templates.records import sample_questions
 
     records = []
     for family in ("household", "navigation", "blockworld"):
         backend = get_backend(family, "embedded")
         episode = backend.run(backend.plan(1, 0, {"max_steps": 120})[0])
         rng = derive_rng(0, "questions", episode.episode_id)
-        records += predicates.sample_questions(episode, predicates.QuestionConfig(), rng)[0]
+        records += sample_questions(episode, QuestionConfig(), rng)[0]
     assert len({r.family for r in records}) == 3
     for record in records:
         item = derive_facts(record)
@@ -165,14 +166,15 @@ def test_on_the_question_engines_own_output():
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10**6), family=st.sampled_from(["household", "navigation", "blockworld"]))
 def test_on_the_question_engines_output_over_many_seeds(seed, family):
-    predicates = pytest.importorskip("eqagen.predicates")
     from eqagen.core import derive_rng
     from eqagen.generators import get_backend
     from eqagen.paraphrase.offline import offline_paraphrase
+    from eqagen.predicates import QuestionConfig
+    from eqagen.templates.records import sample_questions
 
     backend = get_backend(family, "embedded")
     episode = backend.run(backend.plan(1, seed, {"max_steps": 150})[0])
-    records, _ = predicates.sample_questions(episode, predicates.QuestionConfig(), derive_rng(seed, "q"))
+    records, _ = sample_questions(episode, QuestionConfig(), derive_rng(seed, "q"))
     for record in records:
         item = derive_facts(record)
         assert offline_paraphrase(record, seed, item).paraphrase.validated

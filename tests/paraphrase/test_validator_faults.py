@@ -151,7 +151,8 @@ def engine_records():
     """Items the question engine samples from embedded episodes of each world family."""
     from eqagen.core import derive_rng
     from eqagen.generators import get_backend
-    from eqagen.predicates import QuestionConfig, sample_questions
+    from eqagen.predicates import QuestionConfig
+    from eqagen.templates.records import sample_questions
 
     records = []
     for family in ("household", "navigation", "blockworld"):

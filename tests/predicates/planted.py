@@ -25,7 +25,7 @@ class Planted:
 
 def property_specs(ctx: EpisodeContext) -> list[FilterSpec]:
     """The world family's satisfiable property filters."""
-    fdefs = [REGISTRY.filter("property", k) for k in ctx.support.filter_keys("property")]
+    fdefs = [REGISTRY.filter("property", k) for k in REGISTRY.filter_keys(ctx.support, "property")]
     return [s for fd in fdefs for s in fd.values(ctx, fd.key)]
 
 

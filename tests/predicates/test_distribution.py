@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from eqagen.core import derive_rng
-from eqagen.predicates import QuestionConfig, sample_questions
+from eqagen.predicates import QuestionConfig
+from eqagen.templates.records import sample_questions
 from tests.predicates.helpers import household_episodes
 
 QUERIES = ("listObjects", "count", "getState", "getProperty", "getLocation")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import FilterSpec, Program, QuerySpec
-from eqagen.predicates import context_for, evaluate
+from eqagen.predicates import context_for
+from eqagen.templates.answers import evaluate
 from tests.predicates.conftest import tiny_episode
 
 

@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqagen.core import derive_rng
-from eqagen.predicates import QuestionConfig, evaluate, sample_questions
+from eqagen.predicates import QuestionConfig
+from eqagen.templates.answers import evaluate
+from eqagen.templates.records import sample_questions
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import comparable, household_episodes
 from tests.predicates.reference import Plain, reference_answer

@@ -82,7 +82,7 @@ def test_unknown_names_say_what_is_known():
         world_support("underwater")
 
 
-def test_household_support_is_declared_on_first_use():
+def test_household_support_is_declared_by_the_package():
     support = world_support("household")
     assert set(support.filters) == {"property", "location", "state", "position", "moment"}
     assert set(support.queries) == {"listObjects", "count", "getState", "getProperty", "getLocation"}

@@ -7,11 +7,11 @@ from collections import Counter
 import pytest
 
 from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
-from eqagen.predicates import REGISTRY, QuestionConfig, sample_questions
+from eqagen.predicates import REGISTRY, QuestionConfig
 from eqagen.predicates.context import query_key, spec_key
 from eqagen.predicates.sampler import pick_by_shares, target_shares
 from eqagen.predicates.validity import RULES
-from eqagen.templates.records import ANCHOR_PLACEHOLDER
+from eqagen.templates.records import ANCHOR_PLACEHOLDER, sample_questions
 from eqagen.templates.words import coords
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import household_episodes

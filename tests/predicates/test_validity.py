@@ -5,6 +5,7 @@ each finds the questions planted to break it in real household, navigation and M
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
@@ -12,11 +13,14 @@ from hypothesis import strategies as st
 
 from eqagen.core import Episode, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.generators.household.objects import catalog
-from eqagen.predicates import QuestionConfig, evaluate, sample_questions
+from eqagen.predicates import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import evaluate_raw
+from eqagen.predicates.registry import selection
 from eqagen.predicates.sampler import sample_programs
 from eqagen.predicates.validity import RULES, dropped_answers, reader_content, violations, without
+from eqagen.templates.answers import evaluate
+from eqagen.templates.records import sample_questions
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import family_episodes, household_episodes
 from tests.predicates.planted import planted_questions
@@ -227,7 +231,7 @@ def test_dropped_answers_are_each_program_without_one_filter_evaluated():
         ctx = context_for(ep)
         accepted, _ = sample_programs(ctx, QuestionConfig(), derive_rng(5, "questions", ep.episode_id))
         for p in (acc.program for acc in accepted):
-            dropped = [raw_answer(groups) for groups in dropped_answers(ctx, p, ctx.selection)]
+            dropped = [raw_answer(groups) for groups in dropped_answers(ctx, p, partial(selection, ctx))]
             assert dropped == [raw_answer(evaluate_raw(ctx, without(p, i))) for i in range(len(p.filters))]
             compared += len(p.filters)
     assert compared > 100

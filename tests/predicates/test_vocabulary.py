@@ -12,10 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eqagen.core import DataFileError, FilterSpec, derive_rng
-from eqagen.predicates import QuestionConfig, sample_questions
+from eqagen.predicates import QuestionConfig
 from eqagen.predicates.context import context_for
 from eqagen.predicates.index import build_index, shared_vocabulary, spec_priority
-from eqagen.predicates.vocabulary import episode_vocabulary, load_vocabulary, priority, spec_text, vocabulary_shares
+from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text
+from eqagen.predicates.vocabulary_table import episode_vocabulary, vocabulary_shares
+from eqagen.templates.records import sample_questions
 from tests.predicates.helpers import household_episodes
 
 texts = st.text(min_size=1, max_size=30)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from eqagen.core import AnswerGroup, FilterSpec, Program, QuerySpec, ResultItem
-from eqagen.predicates import context_for, evaluate
-from eqagen.templates.answers import answer_text
+from eqagen.predicates import context_for
+from eqagen.templates.answers import answer_text, evaluate
 from eqagen.templates.phrasing import PhrasingData, Wording, phrasing, wording_for
 from eqagen.templates.render import (
     event_phrase,

@@ -15,9 +15,10 @@ from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.generators.base import get_backend
 from eqagen.outputs.readers import record_from_row
 from eqagen.outputs.schemas import questions_table
-from eqagen.predicates import QuestionConfig, context_for, sample_questions
+from eqagen.predicates import QuestionConfig, context_for
 from eqagen.templates.answers import WHOLE_GROUP_ANSWERS, answer_text
 from eqagen.templates.phrasing import Wording, phrasing, question_keys, question_variants
+from eqagen.templates.records import sample_questions
 from eqagen.templates.render import conjunct, filter_phrase, program_wording, question_text
 from eqagen.templates.words import coords, label, plural
 from tests.predicates.helpers import household_episodes

@@ -16,6 +16,7 @@ from nbtlib import tag
 
 from eqagen.generators.blockworld import anvil
 from eqagen.generators.blockworld.palette import parse_state
+from eqagen.generators.blockworld.sections import chunk_ranges, padded_blocks
 from eqagen.generators.blockworld.world import BlockWorld
 
 DATA_VERSION_1_16 = 2586  # Minecraft 1.16.5
@@ -42,12 +43,10 @@ def _section(world: BlockWorld, cube: np.ndarray, sec_y: int) -> nbtlib.Compound
 
 def legacy_chunks(world: BlockWorld, chest_tags: dict, mob_tags: dict) -> dict[tuple[int, int], nbtlib.Compound]:
     """1.16 chunks keyed by chunk coordinates; ``chest_tags``/``mob_tags`` map a chunk to its tags."""
-    from eqagen.generators.blockworld.savedir import _chunk_ranges, _padded_blocks
-
     if world.origin[1] < 0:
         raise ValueError(f"world {world.scene_id}: Minecraft 1.16 has no blocks below y=0 (origin {world.origin})")
-    padded, _ = _padded_blocks(world)
-    rx, ry, rz = _chunk_ranges(world)
+    padded, _ = padded_blocks(world)
+    rx, ry, rz = chunk_ranges(world)
     biome = BIOME_IDS_1_16.get(world.meta.get("minecraft_biome", "minecraft:plains"), 1)
     out = {}
     for i, cx in enumerate(rx):

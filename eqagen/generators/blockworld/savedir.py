@@ -18,10 +18,11 @@ from nbtlib import tag
 
 from eqagen.core import DataFileError
 from eqagen.core.errors import malformed_file
-from eqagen.generators.blockworld import anvil
+from eqagen.generators.blockworld import anvil, legacy
 from eqagen.generators.blockworld.blocklist import MAX_VOXELS
 from eqagen.generators.blockworld.nbt import load_nbt
 from eqagen.generators.blockworld.palette import Palette, format_state, parse_state
+from eqagen.generators.blockworld.sections import chunk_ranges, padded_blocks
 from eqagen.generators.blockworld.world import BlockWorld, Chest, Mob, Structure
 
 
@@ -74,27 +75,6 @@ def _mob_tag(m: Mob, native: np.ndarray) -> nbtlib.Compound:
     return c
 
 
-def _chunk_ranges(world: BlockWorld) -> tuple[range, range, range]:
-    ox, oy, oz = world.origin
-    sx, sy, sz = world.shape
-    return (
-        range(ox // 16, (ox + sx - 1) // 16 + 1),
-        range(oy // 16, (oy + sy - 1) // 16 + 1),
-        range(oz // 16, (oz + sz - 1) // 16 + 1),
-    )
-
-
-def _padded_blocks(world: BlockWorld) -> tuple[np.ndarray, tuple[int, int, int]]:
-    """The voxel array padded with air to whole sections, and the native coordinate of its corner."""
-    rx, ry, rz = _chunk_ranges(world)
-    corner = (rx.start * 16, ry.start * 16, rz.start * 16)
-    out = np.zeros((len(rx) * 16, len(ry) * 16, len(rz) * 16), dtype=world.blocks.dtype)
-    o = [world.origin[i] - corner[i] for i in range(3)]
-    sx, sy, sz = world.shape
-    out[o[0] : o[0] + sx, o[1] : o[1] + sy, o[2] : o[2] + sz] = world.blocks
-    return out, corner
-
-
 def _chest_tags_by_chunk(world: BlockWorld) -> dict[tuple[int, int], list]:
     by_chunk = defaultdict(list)
     for c in world.chests:
@@ -113,8 +93,8 @@ def _mob_tags_by_chunk(world: BlockWorld) -> dict[tuple[int, int], list]:
 
 def world_chunks(world: BlockWorld, data_version: int = anvil.DATA_VERSION) -> dict[tuple[int, int], nbtlib.Compound]:
     """Block chunks keyed by absolute chunk coordinates."""
-    padded, _ = _padded_blocks(world)
-    rx, ry, rz = _chunk_ranges(world)
+    padded, _ = padded_blocks(world)
+    rx, ry, rz = chunk_ranges(world)
     biome = world.meta.get("minecraft_biome", "minecraft:plains")
     chests_by_chunk = _chest_tags_by_chunk(world)
     out = {}
@@ -208,8 +188,6 @@ LAYOUTS = ("1.18", "1.16")
 def write_save(world: BlockWorld, directory: str | Path, layout: str = "1.18") -> Path:
     """Write ``level.dat`` and ``region/r.X.Z.mca`` (and, in the 1.18+ layout, ``entities/r.X.Z.mca``);
     ``layout="1.16"`` writes Minecraft 1.16's chunks (what MineRL runs). Returns the directory."""
-    from eqagen.generators.blockworld import legacy
-
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     d = Path(directory)

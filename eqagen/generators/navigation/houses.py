@@ -19,6 +19,7 @@ from scipy import ndimage
 
 from eqagen.core import derive_rng
 from eqagen.generators.navigation.grid import NavGrid
+from eqagen.generators.navigation.palette import COLORS
 from eqagen.generators.navigation.scene import NavScene, SceneObject, SceneRegion
 
 MPP = 0.1  # metres per grid cell
@@ -73,7 +74,6 @@ FURNITURE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "laundry room": (("washing machine",), ("dryer", "laundry basket", "cabinet")),
     "closet": ((), ("cabinet", "shoe rack")),
 }
-COLORS = ("white", "black", "gray", "brown", "beige", "blue", "green", "red", "yellow", "orange")
 
 
 @dataclass

@@ -15,9 +15,9 @@ from eqagen.config import read_preset, validate_config
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance, blind_baseline
 from eqagen.generators import get_backend
-from eqagen.predicates import context_for, sample_questions
+from eqagen.predicates import context_for
 from eqagen.predicates.asking import accept, ask
-from eqagen.templates.records import make_records
+from eqagen.templates.records import make_records, sample_questions
 
 
 def _candidates(n_episodes: int, seed: int) -> pa.Table:

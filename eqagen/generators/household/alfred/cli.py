@@ -16,10 +16,11 @@ import json
 import os
 from pathlib import Path
 
-from eqagen.core import DataFileError
+from eqagen.core import DataFileError, Episode
 from eqagen.core.limits import MAX_STEPS, bounded_int
 
 DEFAULT_OUT_INDEX = "alfred-catalog"
+ROWS_PER_SHARD = 100
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,9 +60,37 @@ def _write_json(data: object, path: Path) -> None:
     os.replace(tmp, path)
 
 
+class EpisodeShardWriter:
+    """Buffers episodes and writes ``episodes/part-NNNNN.parquet`` every ``rows_per_shard`` episodes."""
+
+    def __init__(self, out_dir: Path, rows_per_shard: int = ROWS_PER_SHARD):
+        self.out_dir, self.rows_per_shard = Path(out_dir), rows_per_shard
+        self.buffer: list[Episode] = []
+        self.n_shards = 0
+        self.n_rows = 0
+
+    def add(self, episode: Episode) -> None:
+        self.buffer.append(episode)
+        if len(self.buffer) >= self.rows_per_shard:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        # pyarrow only when a command writes (the CLI imports this module to register it)
+        from eqagen.outputs.schemas import episodes_table
+        from eqagen.outputs.shards import sort_rows, write_parquet_atomic
+
+        table = sort_rows(episodes_table(self.buffer), "episode_id")
+        write_parquet_atomic(table, self.out_dir / "episodes" / f"part-{self.n_shards:05d}.parquet")
+        self.n_shards += 1
+        self.n_rows += len(self.buffer)
+        self.buffer = []
+
+
 def run_replay(args: argparse.Namespace) -> int:
     from eqagen.generators.household.alfred.reader import find_layouts_dir
-    from eqagen.generators.household.alfred.runs import EpisodeShardWriter, fidelity_summary, replay_root
+    from eqagen.generators.household.alfred.runs import fidelity_summary, replay_root
 
     layouts = find_layouts_dir(args.layouts)
     writer, entries = EpisodeShardWriter(args.out), []
@@ -107,7 +136,7 @@ def _scene_catalog(args: argparse.Namespace, layouts: Path):
 def run_film(args: argparse.Namespace) -> int:
     from eqagen.generators.household.alfred.film import read_film_parses
     from eqagen.generators.household.alfred.reader import find_layouts_dir
-    from eqagen.generators.household.alfred.runs import EpisodeShardWriter, film_root, film_stats
+    from eqagen.generators.household.alfred.runs import film_root, film_stats
 
     layouts = find_layouts_dir(args.layouts)
     parses = read_film_parses(args.parses or _default_parses(args.root))

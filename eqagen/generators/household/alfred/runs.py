@@ -1,8 +1,7 @@
 """Whole-root runs: expert replay and FILM mode over every trajectory of a data root, and their summaries.
 
 Both stream: one trajectory is read, run and handed on at a time; layouts are cached per floor plan.
-Episodes go to ``OUT/episodes/part-NNNNN.parquet`` (the project's episodes table, one shard per
-:data:`ROWS_PER_SHARD` episodes, each written atomically).
+The ``eqagen alfred`` command writes the episodes they yield (:mod:`eqagen.generators.household.alfred.cli`).
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from eqagen.generators.household.alfred.film import FilmParse, lookup_parse
 from eqagen.generators.household.alfred.film_run import run_film_episode
 from eqagen.generators.household.alfred.reader import Layout, iter_trajectory_paths, read_trajectory
 from eqagen.generators.household.alfred.replay import Fidelity, load_layout_cached, replay_trajectory
-
-ROWS_PER_SHARD = 100
 
 
 def _relpath(path: Path, root: Path) -> str:
@@ -106,30 +103,3 @@ def film_stats(metas: list[dict[str, Any]], errors: int = 0) -> dict[str, Any]:
         if judged
         else None,
     }
-
-
-class EpisodeShardWriter:
-    """Buffers episodes and writes ``episodes/part-NNNNN.parquet`` every ``rows_per_shard`` episodes."""
-
-    def __init__(self, out_dir: Path, rows_per_shard: int = ROWS_PER_SHARD):
-        self.out_dir, self.rows_per_shard = Path(out_dir), rows_per_shard
-        self.buffer: list[Episode] = []
-        self.n_shards = 0
-        self.n_rows = 0
-
-    def add(self, episode: Episode) -> None:
-        self.buffer.append(episode)
-        if len(self.buffer) >= self.rows_per_shard:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.buffer:
-            return
-        from eqagen.outputs.schemas import episodes_table
-        from eqagen.outputs.shards import sort_rows, write_parquet_atomic
-
-        table = sort_rows(episodes_table(self.buffer), "episode_id")
-        write_parquet_atomic(table, self.out_dir / "episodes" / f"part-{self.n_shards:05d}.parquet")
-        self.n_shards += 1
-        self.n_rows += len(self.buffer)
-        self.buffer = []

@@ -48,10 +48,11 @@ def test_questions_on_alfred_episodes_pass_the_engine_checks(env: Path):
     import numpy as np
 
     from eqagen.core import derive_rng
-    from eqagen.predicates import QuestionConfig, context_for, evaluate
+    from eqagen.predicates import QuestionConfig, context_for
     from eqagen.predicates.evaluator import evaluate_raw
     from eqagen.predicates.sampler import sample_programs
     from eqagen.predicates.validity import violations
+    from eqagen.templates.answers import evaluate
 
     backend = get_backend("household", "alfred")
     specs = backend.plan(2, 0, {"mode": "expert", "split": "valid_seen"}) + backend.plan(2, 0, {"max_steps": 120})

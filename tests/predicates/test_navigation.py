@@ -10,7 +10,8 @@ import pytest
 from eqagen.config import load_config
 from eqagen.core import derive_rng
 from eqagen.generators import get_backend
-from eqagen.predicates import sample_questions, world_support
+from eqagen.predicates import world_support
+from eqagen.templates.records import sample_questions
 
 EXPRESS_OF = {"existsObject": "existence", "count": "counting", "getRoom": "location",
               "nearestLandmark": "location", "getProperty": "attribute", "listObjects": "object"}  # fmt: skip

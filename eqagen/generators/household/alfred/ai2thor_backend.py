@@ -1,9 +1,10 @@
 """The ``household/ai2thor`` backend: the FILM-like agent drives a real AI2-THOR controller.
 
 The agent is the one of the embedded and ALFRED backends; it drives :class:`ThorWorld`, a
-:class:`~.world.HouseholdWorld` whose every action is sent to ``ai2thor.controller.Controller`` and whose
-state is then overwritten from the event's metadata (:func:`apply_metadata`), so the episode is recorded
-exactly as the embedded world records one: each event's metadata becomes one step of our episode.
+:class:`~eqagen.generators.household.world.HouseholdWorld` whose every action is sent to
+``ai2thor.controller.Controller`` and whose state is then overwritten from the event's metadata
+(:func:`apply_metadata`), so the episode is recorded exactly as the embedded world records one: each
+event's metadata becomes one step of our episode.
 The scene and the task come from ALFRED's test split as in FILM mode (floor plan, ``SetObjectPoses``
 from the recorded poses, lamp toggles, the ``init_action`` teleport, FILM's parse of the instruction).
 

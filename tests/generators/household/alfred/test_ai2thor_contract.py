@@ -18,7 +18,7 @@ import pytest
 
 from eqagen.core import derive_rng
 from eqagen.generators.household.agent import AgentConfig, FilmAgent
-from eqagen.generators.household.ai2thor_backend import (
+from eqagen.generators.household.alfred.ai2thor_backend import (
     ThorWorld,
     apply_metadata,
     scene_from_metadata,
@@ -216,7 +216,7 @@ class SceneStandIn(StandInController):
 @pytest.mark.realdata
 def test_backend_runs_an_alfred_test_episode_through_the_controller(realdata, monkeypatch: pytest.MonkeyPatch):
     from eqagen.generators import get_backend
-    from eqagen.generators.household import ai2thor_backend
+    from eqagen.generators.household.alfred import ai2thor_backend
     from eqagen.generators.household.alfred.film_run import film_scene
     from eqagen.generators.household.alfred.reader import read_layout, read_trajectory
 
@@ -244,7 +244,7 @@ def test_backend_runs_an_alfred_test_episode_through_the_controller(realdata, mo
 
 @pytest.mark.realdata
 def test_restore_switches_lamps_as_the_trajectory_says(realdata):
-    from eqagen.generators.household.ai2thor_backend import restore_alfred_scene
+    from eqagen.generators.household.alfred.ai2thor_backend import restore_alfred_scene
     from eqagen.generators.household.alfred.reader import iter_trajectory_paths, read_layout, read_trajectory
     from eqagen.generators.household.alfred.scene_build import build_alfred_scene
 

@@ -1,7 +1,7 @@
 """What navigation episodes can be asked, registered in the question engine (``eqagen.predicates``).
 
-Imported automatically the first time a navigation episode is evaluated or sampled. Their words (phrases,
-questions, answers) are in ``eqagen/templates/phrasing.yaml``.
+Imported by the package (``eqagen/predicates/__init__.py``). Their words (phrases, questions, answers) are
+in ``eqagen/templates/phrasing.yaml``.
 
 Filter families:
 
@@ -30,10 +30,11 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
-from eqagen.generators.navigation.houses import COLORS
-from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
+from eqagen.generators.navigation.palette import COLORS
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
+from eqagen.predicates.registry import Anchored, Outcome, forbid_pair, register_filter, register_query
+from eqagen.predicates.worlds import declare_world_family
 
 LANDMARK_RADIUS = 1.5  # m between centres (floor plane) for "next to"
 VOCABULARY = (

@@ -12,10 +12,10 @@ import pytest
 from eqagen.core import derive_rng
 from eqagen.generators import get_backend
 from eqagen.generators.blockworld.embedded import generate_world
-from eqagen.generators.blockworld.predicates import CATEGORY_OF
 from eqagen.generators.blockworld.world import BIOMES
 from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.asking import ask
+from eqagen.predicates.blockworld import CATEGORY_OF
 from eqagen.predicates.evaluator import evaluate_raw
 from eqagen.predicates.sampler import sample_programs
 

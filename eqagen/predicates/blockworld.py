@@ -28,9 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
-from eqagen.predicates import Anchored, Outcome, declare_world_family, forbid_pair, register_filter, register_query
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
+from eqagen.predicates.registry import Anchored, Outcome, forbid_pair, register_filter, register_query
+from eqagen.predicates.worlds import declare_world_family
 
 QUADRANT_NAMES = ("northwest", "northeast", "southwest", "southeast")
 MOB_KINDS = ("bat", "chicken", "cow", "pig", "polar_bear", "rabbit", "sheep", "strider", "villager", "wolf")
