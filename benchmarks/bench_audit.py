@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eqagen.commands.audit_run import audit_dir
 from eqagen.core import OPENEQA_CATEGORIES
-from eqagen.curation.audit import build_stats, read_table, sha256_file
-from eqagen.curation.audit_run import audit_dir
+from eqagen.curation.audit import build_stats
+from eqagen.outputs.shards import sha256_of
 
 TARGET_SECONDS = 20.0
 
@@ -81,9 +82,9 @@ def write(out: Path, questions: pa.Table, episodes: pa.Table, rows_per_shard: in
     pq.write_table(episodes, out / "episodes/part-00000.parquet")
     shards["episodes/part-00000.parquet"] = {"rows": episodes.num_rows}
     for rel, info in shards.items():
-        info["sha256"] = sha256_file(out / rel)
+        info["sha256"] = sha256_of(out / rel)
     (out / "manifest.json").write_text(json.dumps({"shards": shards}))
-    stats = build_stats(read_table(out, "questions"), read_table(out, "episodes"), {})
+    stats = build_stats(questions, episodes, {})
     (out / "stats.json").write_text(json.dumps(stats))
 
 

@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from eqagen.commands.validity_audit import check_output, report_lines
 from eqagen.core import EqagenError
-from eqagen.curation.validity_audit import check_output, report_lines
 
 
 def main(argv: list[str] | None = None) -> int:

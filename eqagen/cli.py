@@ -51,11 +51,11 @@ EPILOG = "exit statuses:\n" + "\n".join(
 )
 
 SUBCOMMAND_MODULES = [
-    "eqagen.curation.audit_cli",
-    "eqagen.curation.cli",
-    "eqagen.paraphrase.cli",
-    "eqagen.generators.household.alfred.cli",
-    "eqagen.generators.blockworld.cli",
+    "eqagen.commands.audit",
+    "eqagen.commands.resplit",
+    "eqagen.commands.paraphrase",
+    "eqagen.commands.alfred",
+    "eqagen.commands.blockworld",
 ]
 
 

@@ -170,10 +170,11 @@ def test_prefect_state_stays_under_the_output(demo_run) -> None:
 
 def test_audit_of_the_demo_recomputes_stats_json_and_passes_every_check(demo_run, tmp_path) -> None:
     """Every count the run wrote into stats.json equals the count recomputed from its shards."""
-    from eqagen.curation.audit import dataset_stats
+    from eqagen.commands.audit_run import recomputed_stats
+    from eqagen.outputs.dataset import load_dataset_folder
 
     recorded = json.loads((demo_run / "stats.json").read_text())
-    assert recorded["dataset"] == json.loads(json.dumps(dataset_stats(demo_run)))
+    assert recorded["dataset"] == json.loads(json.dumps(recomputed_stats(load_dataset_folder(demo_run))))
     report = tmp_path / "audit.json"
     proc = run_eqagen("audit", str(demo_run), "--json", str(report))
     checks = json.loads(report.read_text())["checks"]
@@ -190,7 +191,7 @@ def test_audit_rules_reports_each_validity_rule_as_the_checker_counts_it(demo_ru
     """``eqagen audit --rules`` adds one check per validity rule, failing exactly where the checker of
     ``benchmarks/check_validity.py`` counts violations, and exits 1 when any fails (or a method criterion
     is missed: the rules are judged either way)."""
-    from eqagen.curation.validity_audit import REASONS, check_output
+    from eqagen.commands.validity_audit import REASONS, check_output
 
     report = tmp_path / "audit.json"
     proc = run_eqagen("audit", str(demo_run), "--rules", "--json", str(report))

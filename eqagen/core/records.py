@@ -7,7 +7,7 @@ answer values are strings (with ``answer_type`` saying how to read them), never 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from eqagen.core.rng import stable_hash
@@ -44,6 +44,10 @@ class FilterSpec:
             "args": json.dumps(self.args, sort_keys=True),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FilterSpec:
+        return cls(data["family"], data["key"], data["value"], _args_of(data.get("args")))
+
 
 @dataclass(frozen=True)
 class QuerySpec:
@@ -56,6 +60,17 @@ class QuerySpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "arg": self.arg, "args": json.dumps(self.args, sort_keys=True)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuerySpec:
+        return cls(data["name"], data.get("arg") or "", _args_of(data.get("args")))
+
+
+def _args_of(value: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Args as stored (JSON text, "" or null for none) or as a mapping already."""
+    if isinstance(value, str):
+        return json.loads(value) if value else {}
+    return dict(value or {})
 
 
 def _args_text(args: dict[str, Any]) -> str:
@@ -80,6 +95,10 @@ class Program:
     def to_dict(self) -> dict[str, Any]:
         return {"filters": [f.to_dict() for f in self.filters], "query": self.query.to_dict()}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Program:
+        return cls(tuple(FilterSpec.from_dict(f) for f in data["filters"]), QuerySpec.from_dict(data["query"]))
+
 
 @dataclass(frozen=True)
 class ResultItem:
@@ -100,6 +119,17 @@ class ResultItem:
             "value": self.value,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResultItem:
+        return cls(
+            data["entity"], data["type"], _xyz(data["position"]), data.get("caption") or "", data.get("value") or ""
+        )
+
+
+def _xyz(values: Any) -> tuple[float, float, float]:
+    x, y, z = (float(c) for c in values)
+    return x, y, z
+
 
 @dataclass(frozen=True)
 class AnswerGroup:
@@ -118,6 +148,14 @@ class AnswerGroup:
             "result": [r.to_dict() for r in self.result],
             "value": self.value,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerGroup:
+        anchor = data.get("anchor")
+        result = tuple(ResultItem.from_dict(r) for r in data.get("result") or ())
+        return cls(
+            data.get("predicate") or "", None if anchor is None else _xyz(anchor), result, data.get("value") or ""
+        )
 
 
 @dataclass
@@ -143,6 +181,14 @@ class Paraphrase:
             "attempts": self.attempts,
             "reason": self.reason,
         }
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any] | None) -> Paraphrase | None:
+        """The stored column back: None where it records nothing (no model, not validated, no reason), as
+        :meth:`QARecord.to_dict` writes a record that was never paraphrased."""
+        if not data or not (data.get("model") or data.get("validated") or data.get("reason")):
+            return None
+        return cls(**data)
 
 
 @dataclass
@@ -212,3 +258,25 @@ class QARecord:
             "generator_version": self.generator_version,
             "config_hash": self.config_hash,
         }
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> QARecord:
+        """Inverse of :meth:`to_dict` (the derived fields, ``question_id``, ``predicate_families`` and
+        ``n_filters``, are recomputed). Nulls read as the field's empty value."""
+        program = Program.from_dict(row["program"])
+        return cls(
+            **{name: row.get(name) or "" for name in _TEXT_FIELDS},
+            program=program,
+            structured_answer=[AnswerGroup.from_dict(g) for g in row["structured_answer"]],
+            grounded=bool(row.get("grounded")),
+            query_type=row.get("query_type") or program.query.name,
+            choices=list(row.get("choices") or ()),
+            paraphrase=Paraphrase.from_stored(row.get("paraphrase")),
+        )
+
+
+# QARecord's plain text fields: stored as they are, a null read back as "".
+_TEXT_FIELDS = tuple(
+    f.name for f in fields(QARecord)
+    if f.name not in {"program", "structured_answer", "grounded", "query_type", "choices", "paraphrase"}
+)  # fmt: skip

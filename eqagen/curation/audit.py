@@ -2,26 +2,24 @@
 
 The same functions serve the run (``stats.json`` is written from the shards just written, together with
 the funnel counters the stages collected) and ``eqagen audit DIR`` (which reads the shards back and
-recomputes everything, then checks it against ``stats.json`` and the manifest). Questions are read with
-the columns the statistics need; episodes are streamed shard by shard (their steps are the bulk).
+recomputes everything, then checks it against ``stats.json`` and the manifest). They take tables, never
+files: the dataset layer (:mod:`eqagen.outputs.dataset`) reads the questions with the columns the
+statistics need (:data:`QUESTION_COLUMNS`) and streams the episodes shard by shard (their steps are the
+bulk).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from eqagen.core import DataFileError
 from eqagen.curation.criteria import method_criteria
 
 QUESTION_COLUMNS = (
@@ -30,34 +28,6 @@ QUESTION_COLUMNS = (
     "n_filters", "question", "answer", "paraphrase", "program", "structured_answer",
 )  # fmt: skip
 EPISODE_COLUMNS = ("episode_id", "family", "backend", "scene_id", "meta", "steps")
-
-
-def _shard_paths(out_dir: Path, table: str) -> list[Path]:
-    return sorted((out_dir / table).rglob("*.parquet"))
-
-
-def _read_shard(path: Path, columns: Iterable[str] | None) -> pa.Table:
-    try:
-        names = pq.read_schema(path).names
-        wanted = names if columns is None else [c for c in columns if c in names]
-        return pq.read_table(path, columns=wanted, partitioning=None)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "regenerate or restore it") from err
-
-
-def iter_shards(out_dir: Path, table: str, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
-    """The shards of one table one at a time, in path order, with the columns asked for (those present;
-    all if None): what a dataset larger than memory is read with."""
-    paths = _shard_paths(Path(out_dir), table)
-    if not paths:
-        raise DataFileError(Path(out_dir) / table, None, "no Parquet shards found", "is this an eqagen output?")
-    for path in paths:
-        yield _read_shard(path, columns)
-
-
-def read_table(out_dir: Path, table: str, columns: Iterable[str] | None = None) -> pa.Table:
-    """All shards of one table, in path order, with the columns asked for (those present; all if None)."""
-    return pa.concat_tables(list(iter_shards(out_dir, table, columns)), promote_options="default")
 
 
 def _counts(counts: dict) -> dict[str, int]:
@@ -296,14 +266,6 @@ def episode_stats(episodes: pa.Table | Iterable[pa.Table]) -> dict[str, Any]:
     }
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def stats_from_tables(
     questions: pa.Table, episodes: pa.Table | Iterable[pa.Table], config: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -314,21 +276,6 @@ def stats_from_tables(
         "episodes": episode_stats(episodes),
         "criteria": method_criteria(questions, config),
     }
-
-
-def manifest_config(out_dir: Path) -> dict[str, Any] | None:
-    """The resolved config of a dataset's manifest.json, or None where there is none to read."""
-    try:
-        config = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8")).get("config")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return config if isinstance(config, dict) else None
-
-
-def dataset_stats(out_dir: Path) -> dict[str, Any]:
-    """The recomputable part of stats.json, read back from the shards (targets from its manifest)."""
-    q = read_table(out_dir, "questions", QUESTION_COLUMNS)
-    return stats_from_tables(q, iter_shards(out_dir, "episodes", EPISODE_COLUMNS), manifest_config(out_dir))
 
 
 def build_stats(

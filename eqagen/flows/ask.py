@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eqagen.core import Program, derive_rng, stable_hash
+from eqagen.core.stages import StageReport
 from eqagen.flows.checkpoints import BatchStore
-from eqagen.outputs.readers import episode_from_row, program_from_row
+from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
+from eqagen.predicates.config import QuestionConfig
 
 NAMES = "names"  # the batches' table of each episode's names
 ASKED = "asked"  # a round's table of asked candidates, per target batch
@@ -140,7 +143,7 @@ def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary)
             if key not in first:
                 first[key] = where
                 new_rows.append(row)
-        programs += [program_from_row(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
+        programs += [Program.from_dict(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
     return [Proposal(k, p, e, frozenset(scenes[k])) for (k, e), p in zip(first.items(), programs)]
 
 
@@ -193,15 +196,15 @@ def plan_round(
     return by_batch
 
 
-def ask_batch(store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask], questions: Any, seed: int) -> dict:
+def ask_batch(
+    store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask], questions: QuestionConfig, seed: int
+) -> dict:
     """Ask one batch's share of the plan on its episodes and checkpoint the records; returns the counts."""
-    from eqagen.flows.stages import question_config
     from eqagen.predicates.asking import accept, ask
     from eqagen.predicates.context import context_for
     from eqagen.templates.records import make_records
 
     start = time.perf_counter()
-    qconfig = question_config(questions)
     table = pq.read_table(Path(store_root) / batch_name / "episodes.parquet", schema=EPISODES_SCHEMA)
     wanted = {a.episode_id for a in asks}
     episodes = {r["episode_id"]: r for r in table.to_pylist() if r["episode_id"] in wanted}
@@ -211,7 +214,7 @@ def ask_batch(store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask
         if a.episode_id not in contexts:
             contexts[a.episode_id] = context_for(episode_from_row(episodes[a.episode_id]))
         ctx = contexts[a.episode_id]
-        verdict = ask(ctx, a.program, qconfig)
+        verdict = ask(ctx, a.program, questions)
         if isinstance(verdict, str):
             rejected[verdict] += 1
             continue
@@ -247,7 +250,11 @@ class AskResult:
 
     directories: list[Path]
     held_out_scenes: set[str]
-    stats: dict[str, Any]
+    report: StageReport  # asks in, records out, rejections by reason
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.report.stats
 
 
 # Given the candidate files so far and the held-out scenes, which programs are still wanted: asked again in
@@ -258,12 +265,12 @@ Wanted = Callable[[list[Path], set[str]], Callable[[Program], bool]]
 def run_ask_stage(
     store: BatchStore,
     batch_names: list[str],
-    questions: Any,
+    questions: QuestionConfig,
     seed: int,
     ask: AskSettings,
     held_out: Callable[[list[str]], set[str]],
     wanted: Wanted,
-    executor: Any = None,
+    executor: Executor | None = None,
 ) -> AskResult:
     """Plan the asks and run them round by round: round 0 asks every proposal in ``ask.scenes`` scenes,
     each later round asks the proposals that ``wanted`` still wants (given the candidates so far) in the
@@ -299,7 +306,9 @@ def run_ask_stage(
         "rejected": dict(sum((Counter(r["rejected"]) for r in rounds), Counter())),
         "seconds": {"plan": round(plan_s, 3), "asks_cpu": round(sum(r["seconds"] for r in rounds), 3)},
     }
-    return AskResult(directories, vocab.held_out_scenes, stats)
+    where = f"{run_ask_stage.__module__}:{run_ask_stage.__name__}"
+    report = StageReport("ask", where, stats["asks"], stats["records"], stats, time.perf_counter() - start)
+    return AskResult(directories, vocab.held_out_scenes, report)
 
 
 def candidate_files(store: BatchStore, batch_names: list[str], asked: list[Path]) -> list[Path]:
@@ -313,9 +322,9 @@ def run_round(
     directory: Path,
     batch_names: list[str],
     plan: dict[int, list[Ask]],
-    questions: Any,
+    questions: QuestionConfig,
     seed: int,
-    executor: Any,
+    executor: Executor | None,
 ) -> None:
     todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
     args = [(store_root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]

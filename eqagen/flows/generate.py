@@ -41,7 +41,8 @@ def plan_task(config: Any) -> tuple[list[stages.Batch], float]:
 
 @task(name="balance-render-paraphrase-split-write-audit", **TASK_OPTIONS)
 def finish_task(config: Any, ctx: pipeline.RunContext, names: list[str], summary: pipeline.RunSummary):
-    return pipeline.finish(config, ctx, names, summary)
+    pool = active_pool()  # the processes runner's warm workers, idle once the batches are done
+    return pipeline.finish(config, ctx, names, summary, pool.executor if pool else None)
 
 
 def task_runner(runner: Any) -> Any:

@@ -12,24 +12,22 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eqagen.config import batches_hash, config_hash, resolved
-from eqagen.core import Program, RunFailed
-from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
+from eqagen.config import PipelineConfig, batches_hash, config_hash, resolved
+from eqagen.core import Episode, Program, RunFailed
+from eqagen.core.stages import StageLog, StageReport
 from eqagen.curation.partition import held_out_scene_share, held_out_scenes, partitions_scenes
 from eqagen.flows import ask, stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
-from eqagen.outputs.audit_files import write_audit_files
 from eqagen.outputs.folder import DatasetWriter
-from eqagen.outputs.manifest import build_manifest
+from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import episodes_table, questions_table
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
-
-BATCHED_STAGES = ("episodes", "programs")
-FINISH_STAGES = ("read", *stages.DATASET_STAGE_ORDER, "write", "audit")
+from eqagen.predicates.config import QuestionConfig
 
 
 @dataclass
@@ -39,7 +37,7 @@ class RunContext:
     out_dir: Path
     seed: int
     config_hash: str
-    questions: Any  # the questions section (the engine's model, or a mapping)
+    questions: QuestionConfig
     store_root: Path
 
     @property
@@ -77,12 +75,12 @@ class RunSummary:
         }
 
 
-def make_context(config: Any, out_dir: Path) -> RunContext:
+def make_context(config: PipelineConfig, out_dir: Path) -> RunContext:
     h = config_hash(config)
     return RunContext(Path(out_dir), config.seed, h, config.questions, work_dir(out_dir, batches_hash(config)))
 
 
-def count_batches(config: Any, out_dir: Path) -> tuple[int, int]:
+def count_batches(config: PipelineConfig, out_dir: Path) -> tuple[int, int]:
     """(finished, total) batches of this config in ``out_dir``'s checkpoints, counted without planning
     (a plan cuts ``n_episodes`` into batches of ``batch_size``), so a resume is announced at once."""
     total = math.ceil(config.generation.n_episodes / config.generation.batch_size)
@@ -90,18 +88,18 @@ def count_batches(config: Any, out_dir: Path) -> tuple[int, int]:
     return len(make_context(config, out_dir).store.done(names)), total
 
 
-def episodes_unit(batch: stages.Batch) -> tuple[list[Any], float]:
+def episodes_unit(batch: stages.Batch) -> tuple[list[Episode], float]:
     start = time.perf_counter()
     episodes = stages.sample_episodes(batch)
     return episodes, time.perf_counter() - start
 
 
-def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sampler: Any = None) -> dict[str, Any]:
+def programs_unit(
+    ctx: RunContext, batch: stages.Batch, episodes: list[Episode], sampler: stages.Sampler | None = None
+) -> dict[str, Any]:
     """Sample and check programs for a batch, then checkpoint the batch; returns its small summary."""
     start = time.perf_counter()
-    # A caller's own sampler (tests, other engines) takes the section as it is.
-    qconfig = ctx.questions if sampler else stages.question_config(ctx.questions)
-    result = stages.sample_programs(episodes, qconfig, ctx.seed, sampler)
+    result = stages.sample_programs(episodes, ctx.questions, ctx.seed, sampler)
     programs_s = time.perf_counter() - start
     questions = questions_table(result.records)
     summary = {
@@ -121,7 +119,7 @@ def programs_unit(ctx: RunContext, batch: stages.Batch, episodes: list[Any], sam
     return summary
 
 
-def run_batch(ctx: RunContext, batch: stages.Batch, sampler: Any = None) -> dict[str, Any]:
+def run_batch(ctx: RunContext, batch: stages.Batch, sampler: stages.Sampler | None = None) -> dict[str, Any]:
     """Both batched stages for one batch; the unit of resume."""
     episodes, episodes_s = episodes_unit(batch)
     summary = programs_unit(ctx, batch, episodes, sampler)
@@ -129,17 +127,14 @@ def run_batch(ctx: RunContext, batch: stages.Batch, sampler: Any = None) -> dict
     return summary
 
 
-def funnel_from_batches(batch_stats: list[dict[str, Any]]) -> dict[str, Any]:
+def programs_report(batch_stats: list[dict[str, Any]]) -> StageReport:
+    """The batched programs stage as one stage: candidates in, questions out, rejections by reason summed."""
     rejected: Counter[str] = Counter()
     for s in batch_stats:
         rejected.update(s["rejections"])
-    return {
-        "programs": {
-            "in": sum(s["candidates"] for s in batch_stats),
-            "out": sum(s["questions"] for s in batch_stats),
-            "rejected": dict(sorted(rejected.items())),
-        }
-    }
+    n_in, n_out = sum(s["candidates"] for s in batch_stats), sum(s["questions"] for s in batch_stats)
+    where = f"{programs_unit.__module__}:{programs_unit.__name__}"
+    return StageReport("programs", where, n_in, n_out, {"rejected": dict(sorted(rejected.items()))})
 
 
 def require_questions(kept: int, candidates: int) -> None:
@@ -154,11 +149,11 @@ def require_questions(kept: int, candidates: int) -> None:
     )
 
 
-def ask_everywhere(config: Any, ctx: RunContext, batch_names: list[str]) -> ask.AskResult:
-    """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on the run's warm workers
-    when it has them."""
-    from eqagen.flows.pool import active_pool  # here: the pool module imports this one
-
+def ask_everywhere(
+    config: PipelineConfig, ctx: RunContext, batch_names: list[str], executor: Executor | None = None
+) -> ask.AskResult:
+    """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
+    warm workers, when it has them)."""
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
 
@@ -168,52 +163,50 @@ def ask_everywhere(config: Any, ctx: RunContext, batch_names: list[str]) -> ask.
     def wanted(files: list[Path], held: set[str]) -> Callable[[Program], bool]:
         return stream.still_wanted(files, config, held if partition else None)
 
-    pool = active_pool()
-    executor = pool.executor if pool else None
     settings = ask.AskSettings(config.balance.ask_scenes, config.balance.ask_rounds)
     return ask.run_ask_stage(ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor)
 
 
-def finish(config: Any, ctx: RunContext, batch_names: list[str], summary: RunSummary) -> RunSummary:
+def finish(
+    config: PipelineConfig,
+    ctx: RunContext,
+    batch_names: list[str],
+    summary: RunSummary,
+    executor: Executor | None = None,
+) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
-    streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset."""
-    seconds = summary.stage_seconds
+    streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset. The
+    ask and paraphrase stages run on ``executor`` when given (the run's warm workers, idle by now). Each
+    stage's report goes to the run's :class:`StageLog`, which stats.json records as it is."""
+    seconds, log = summary.stage_seconds, StageLog()
     batch_stats = ctx.store.read_stats(batch_names)
-    funnel = funnel_from_batches(batch_stats)
-    start = time.perf_counter()
-    asked = ask_everywhere(config, ctx, batch_names)
-    seconds["ask"] = time.perf_counter() - start
-    funnel["ask"] = {"in": asked.stats["asks"], "out": asked.stats["records"], "rejected": asked.stats["rejected"]}
+    programs = log.record(programs_report(batch_stats))
+    asked = ask_everywhere(config, ctx, batch_names, executor)
+    log.record(asked.report)
     start = time.perf_counter()
     files = ask.candidate_files(ctx.store, batch_names, asked.directories)
     keys = stream.read_keys(files, stream.key_columns(config))
     seconds["read"] = time.perf_counter() - start
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
-    kept, stage_stats = stream.select(keys, config, funnel, seconds, held_out)
-    stage_stats["ask"] = asked.stats
+    kept = stream.select(keys, config, log, held_out)
     del keys  # the candidates' keys are no longer needed
-    require_questions(kept.num_rows, funnel["programs"]["out"])  # before anything is written
+    require_questions(kept.num_rows, programs.rows_out)  # before anything is written
     start = time.perf_counter()
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
-    paraphrase_stats, seconds["paraphrase"] = stream.write_questions(files, kept, config, ctx.config_hash, writer)
-    stage_stats["paraphrase"] = paraphrase_stats
-    funnel["paraphrase"] = {"in": kept.num_rows, "out": kept.num_rows, "rejected": paraphrase_stats.get("rejected", {})}
+    seconds["paraphrase"] = log.record(
+        stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
+    ).seconds
     stream.write_episodes(ctx.store, batch_names, writer)
-    manifest = build_manifest(resolved(config), config.seed, ctx.config_hash, writer.close())
     seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
+    log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     start = time.perf_counter()
-    stage_stats["timings"] = {"seconds": {k: round(v, 3) for k, v in seconds.items()}}
-    questions = read_table(writer.staging, "questions", QUESTION_COLUMNS)
-    episodes = iter_shards(writer.staging, "episodes", EPISODE_COLUMNS)
-    stats = write_audit_files(writer.staging, questions, episodes, funnel, stage_stats, manifest)
+    identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
+    manifest, stats = writer.seal(identity, log)
     seconds["audit"] = time.perf_counter() - start
-    start = time.perf_counter()
-    writer.commit(manifest)
-    seconds["write"] += time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],
-        "candidates": funnel["programs"]["in"],
-        "asks": funnel["ask"]["in"],
+        "candidates": programs.rows_in,
+        "asks": asked.report.rows_in,
         "steps": int(sum(s["steps"] for s in batch_stats)),
         "criteria_missed": [name for name, c in stats["dataset"].get("criteria", {}).items() if not c["ok"]],
     }
@@ -225,9 +218,14 @@ def add_batch_seconds(seconds: dict[str, float], batch_summary: dict[str, Any]) 
         seconds[stage] = seconds.get(stage, 0.0) + secs
 
 
-def generate_inline(config: Any, out_dir: Path, sampler: Any = None, on_batch: Any = None) -> RunSummary:
+def generate_inline(
+    config: PipelineConfig,
+    out_dir: Path,
+    sampler: stages.Sampler | None = None,
+    on_batch: Callable[[stages.Batch], None] | None = None,
+) -> RunSummary:
     """The whole run in this process, without Prefect: the same units, the same bytes."""
-    check_paraphrase_endpoint(getattr(config, "paraphrase", None))  # a named model's endpoint answers, before any work
+    check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
     wall = time.perf_counter()
     out_dir = Path(out_dir)
     ctx = make_context(config, out_dir)

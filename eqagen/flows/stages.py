@@ -6,15 +6,14 @@ program by the question engine, so there is no separate render stage.)
 
 The two batched stages work on tens of episodes at a time; their results are checkpointed per batch
 (:mod:`eqagen.flows.checkpoints`). The dataset-level stages take and return the questions table
-(``pa.Table`` with :data:`~eqagen.outputs.schemas.QUESTIONS_SCHEMA`) plus a dict of statistics; each
-is a function of its own package in :data:`DATASET_STAGES`, with the signature
-``fn(table, section_config, seed) -> (table, stats)``.
+(``pa.Table``) plus a dict of statistics; each is a function of its own package, wired here under the one
+contract of :class:`eqagen.core.stages.DatasetStage` (the columns it reads and writes, its typed config
+section, its drops counted by reason) in the order the run applies them (:data:`DATASET_STAGES`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,30 +22,35 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from eqagen.config import GenerationConfig, PipelineConfig
 from eqagen.core import Episode, QARecord, derive_rng
-from eqagen.curation.balance import balance
+from eqagen.core.stages import DatasetStage
+from eqagen.curation.balance import BALANCE_COLUMNS, balance
 from eqagen.curation.compose import ComposeConfig, MixTargets, compose
 from eqagen.curation.compose import mix_targets as compose_mix
+from eqagen.curation.config import BalanceConfig, SplitConfig
 from eqagen.curation.partition import held_out_share, partitions_scenes
 from eqagen.curation.splits import split
 from eqagen.generators import EpisodeSpec, get_backend
-from eqagen.paraphrase.stage import paraphrase_table
+from eqagen.generators.base import WorldBackend
+from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.stage import PARAPHRASE_COLUMNS, paraphrase_table
+from eqagen.predicates.config import QuestionConfig
 
-Sampler = Callable[[Episode, Any, np.random.Generator], "tuple[list[QARecord], Counter[str]]"]
-TableStage = Callable[[pa.Table, Any, int], "tuple[pa.Table, dict[str, Any]]"]
+Sampler = Callable[[Episode, QuestionConfig, np.random.Generator], "tuple[list[QARecord], Counter[str]]"]
 
-# Dataset-level stages, each provided by its own package.
-DATASET_STAGES: dict[str, TableStage] = {
-    "balance": balance,
-    "compose": compose,
-    "split": split,
-    "paraphrase": paraphrase_table,
-}
-# split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
-DATASET_STAGE_ORDER = ("balance", "compose", "split", "paraphrase")
+# Dataset-level stages, each a function of its own package under one contract (eqagen.core.stages): the
+# columns it reads and writes, and its config section's type.
+BALANCE = DatasetStage("balance", balance, BALANCE_COLUMNS, ("choices",), BalanceConfig)
+COMPOSE = DatasetStage("compose", compose, ("balance_key", "query_type", "filter_families"), (), ComposeConfig)
+SPLIT = DatasetStage("split", split, ("scene_id", "balance_key"), ("split",), SplitConfig)
+PARAPHRASE = DatasetStage("paraphrase", paraphrase_table, PARAPHRASE_COLUMNS, ("paraphrase",), ParaphraseConfig)
 # The stages that choose rows and assign splits decide over every candidate at once; they read only key
 # columns (eqagen.flows.stream). Paraphrase works row by row and is streamed over chunks of kept rows.
-SELECTION_STAGES = ("balance", "compose", "split")
+# split before paraphrase: the few-shot examples of the LLM prompt are drawn from the train split only.
+SELECTION_STAGES = (BALANCE, COMPOSE, SPLIT)
+STREAMED_STAGES = (PARAPHRASE,)
+DATASET_STAGES = {stage.name: stage for stage in (*SELECTION_STAGES, *STREAMED_STAGES)}
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,11 @@ class QuestionBatch:
 # --- plan and the batched stages --------------------------------------------------------------------
 
 
-def backend_params(generation: Any) -> dict[str, Any]:
+def backend_params(generation: GenerationConfig) -> dict[str, Any]:
     return {**generation.params, "max_steps": generation.max_steps}
 
 
-def plan_batches(generation: Any, seed: int) -> list[Batch]:
+def plan_batches(generation: GenerationConfig, seed: int) -> list[Batch]:
     """Scenes and seeds for every episode (the backend's plan), cut into batches of ``batch_size``."""
     backend = get_backend(generation.family, generation.backend)
     specs = backend.plan(generation.n_episodes, seed, backend_params(generation))
@@ -84,7 +88,7 @@ def plan_batches(generation: Any, seed: int) -> list[Batch]:
 
 def sample_episodes(batch: Batch) -> list[Episode]:
     """Run every spec of a batch through its backend (deterministic per spec)."""
-    backends: dict[tuple[str, str], Any] = {}
+    backends: dict[tuple[str, str], WorldBackend] = {}
     out = []
     for spec in batch.specs:
         key = (spec.family, spec.backend)
@@ -94,23 +98,16 @@ def sample_episodes(batch: Batch) -> list[Episode]:
     return out
 
 
-def warm_imports(config: Any) -> None:
+def warm_imports(config: PipelineConfig) -> None:
     """Import the backend and the question engine now (e.g. while a server starts), not in the first task."""
     get_backend(config.generation.family, config.generation.backend)
     with contextlib.suppress(ImportError):
         import eqagen.templates.records  # noqa: F401  (the question engine and its text)
 
 
-def question_config(section: Any) -> Any:
-    """The question engine's own config model from the ``questions`` section (a model or a mapping)."""
-    if isinstance(section, dict):
-        from eqagen.predicates import QuestionConfig
-
-        return QuestionConfig.model_validate(section)
-    return section
-
-
-def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: Sampler | None = None) -> QuestionBatch:
+def sample_programs(
+    episodes: list[Episode], qconfig: QuestionConfig, seed: int, sampler: Sampler | None = None
+) -> QuestionBatch:
     """Sample and check programs on each episode with its own generator ``(seed, "questions", episode_id)``,
     and note what each episode can be asked about by name (the ask stage's vocabulary). The question engine
     and the vocabulary share one context per episode; a caller's own sampler takes the episode."""
@@ -132,29 +129,25 @@ def sample_programs(episodes: list[Episode], qconfig: Any, seed: int, sampler: S
 # --- dataset-level stages -------------------------------------------------------------------------
 
 
-def mix_targets(questions: Any, family: str) -> MixTargets:
+def mix_targets(questions: QuestionConfig, family: str) -> MixTargets:
     """The question mix the composed dataset must keep (:func:`eqagen.curation.compose.mix_targets`) over what
     the world family supports."""
     from eqagen.predicates.registry import world_support
 
-    qconfig, support = question_config(questions), world_support(family)
-    return compose_mix(qconfig.query_mix, qconfig.family_mix, sorted(support.queries), sorted(support.filters))
+    support = world_support(family)
+    return compose_mix(questions.query_mix, questions.family_mix, sorted(support.queries), sorted(support.filters))
 
 
-def compose_section(config: Any) -> ComposeConfig:
+def compose_section(config: PipelineConfig) -> ComposeConfig:
     """The compose stage's section from the run's config."""
     split = config.split
     held = held_out_share(split.unseen_fraction, split.ratios) if partitions_scenes(split) else 0.0
     return ComposeConfig(mix_targets(config.questions, config.generation.family), config.balance.records, held)
 
 
-def run_dataset_stage(name: str, table: pa.Table, section: Any, seed: int) -> tuple[pa.Table, dict[str, Any], float]:
-    fn = DATASET_STAGES[name]
-    start = time.perf_counter()
-    out, stats = fn(table, section, seed)
-    where = f"{fn.__module__}:{fn.__name__}"
-    stats = {**stats, "implementation": where, "rows_in": table.num_rows, "rows_out": out.num_rows}
-    return out, stats, time.perf_counter() - start
+def selection_sections(config: PipelineConfig) -> dict[str, Any]:
+    """Each selection stage's config section from the run's config."""
+    return {"balance": config.balance, "compose": compose_section(config), "split": config.split}
 
 
 def with_config_hash(table: pa.Table, value: str) -> pa.Table:

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eqagen.core import Program
+from eqagen.config import PipelineConfig
+from eqagen.core import Program, QARecord
+from eqagen.core.stages import StageLog, StageReport
 from eqagen.curation.columns import joined_list_column
 from eqagen.curation.compose import scarce_kinds
 from eqagen.curation.partition import HELD_OUT, held_out_column
@@ -32,7 +34,7 @@ from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
-from eqagen.paraphrase.stage import POOL_COLUMNS, ChunkedParaphrase, pool_question_ids, uses_llm
+from eqagen.paraphrase.stage import ChunkedParaphrase, in_pool, uses_llm
 from eqagen.paraphrase.tables import records_from_table
 
 # Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
@@ -50,9 +52,9 @@ PARAPHRASE_CHUNK_ROWS = 1_000
 FILTER_FAMILIES = "filter_families"
 
 
-def key_columns(config: Any) -> list[str]:
+def key_columns(config: PipelineConfig) -> list[str]:
     """The questions columns the selection stages read, in the table's own order, then the derived ones."""
-    wanted = {*BASE_KEY_COLUMNS, *getattr(config.split, "stratify_by", ())}
+    wanted = {*BASE_KEY_COLUMNS, *config.split.stratify_by}
     return [name for name in QUESTIONS_SCHEMA.names if name in wanted] + [FILTER_FAMILIES]
 
 
@@ -140,11 +142,11 @@ def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
     return keys if held_out is None else keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
 
 
-def still_wanted(files: list[Path], config: Any, held_out: set[str] | None) -> Callable[[Program], bool]:
+def still_wanted(files: list[Path], config: PipelineConfig, held_out: set[str] | None) -> Callable[[Program], bool]:
     """Which programs another round of asking should ask: those of a query type or filter family the
     balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
     keys = with_held_out(read_keys(files, key_columns(config)), held_out)
-    balanced, _, _ = stages.run_dataset_stage("balance", keys, config.balance, config.seed)
+    balanced, _ = stages.BALANCE.run(keys, config.balance, config.seed)
     queries, families = scarce_kinds(balanced, stages.compose_section(config))
 
     def wanted(program: Program) -> bool:
@@ -153,25 +155,19 @@ def still_wanted(files: list[Path], config: Any, held_out: set[str] | None) -> C
     return wanted
 
 
-def select(
-    keys: pa.Table, config: Any, funnel: dict[str, Any], seconds: dict[str, float], held_out: set[str] | None
-) -> tuple[pa.Table, dict]:
+def select(keys: pa.Table, config: PipelineConfig, log: StageLog, held_out: set[str] | None) -> pa.Table:
     """The selection stages (balance, compose, split) on the key table, the held-out scenes marked (None: no
-    partition; the split then searches for scenes to hold out); the kept keys gain ``choices`` and ``split``
-    and stay in batch order."""
+    partition; the split then searches for scenes to hold out), each recorded in ``log``; the kept keys gain
+    ``choices`` and ``split`` and stay in batch order (every stage keeps the row locators it is given)."""
     keys = with_held_out(keys, held_out)
-    sections = {"balance": config.balance, "compose": stages.compose_section(config), "split": config.split}
-    stage_stats: dict[str, Any] = {}
-    for name in stages.SELECTION_STAGES:
-        keys, stats, secs = stages.run_dataset_stage(name, keys, sections[name], config.seed)
-        if BATCH not in keys.column_names or ROW not in keys.column_names:
-            raise ValueError(f"the {name} stage dropped the row locators {BATCH!r}, {ROW!r}")
-        seconds[name], stage_stats[name] = secs, stats
-        funnel[name] = {"in": stats["rows_in"], "out": stats["rows_out"], "rejected": stats.get("rejected", {})}
+    sections = stages.selection_sections(config)
+    for stage in stages.SELECTION_STAGES:
+        keys, report = stage.run(keys, sections[stage.name], config.seed)
+        log.record(report)
     order = np.lexsort((keys[ROW].to_numpy(), keys[BATCH].to_numpy()))
     if np.any(np.diff(order) < 0):  # a stage reordered rows: put them back in batch order
         keys = keys.take(pa.array(order))
-    return keys, stage_stats
+    return keys
 
 
 def kept_rows(files: list[Path], kept: pa.Table, config_hash: str) -> Iterator[pa.Table]:
@@ -207,34 +203,35 @@ def chunks(tables: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending)
 
 
-def example_pool(files: list[Path], kept: pa.Table, config_hash: str) -> list[Any]:
-    """The LLM's few-shot pool (see :func:`eqagen.paraphrase.stage.pool_question_ids`) as records."""
-    chosen = pool_question_ids(kept.select(list(POOL_COLUMNS)))
-    in_pool = pc.is_in(kept["question_id"], pa.array(sorted(chosen), pa.string()))
-    rows = list(kept_rows(files, kept.filter(in_pool), config_hash))
+def example_pool(files: list[Path], kept: pa.Table, config_hash: str) -> list[QARecord]:
+    """The LLM's few-shot pool (:func:`eqagen.paraphrase.stage.pool_question_ids`) as records, read from
+    the candidate files."""
+    rows = list(kept_rows(files, kept.filter(in_pool(kept)), config_hash))
     return records_from_table(pa.concat_tables(rows)) if rows else []
 
 
 def write_questions(
-    files: list[Path], kept: pa.Table, config: Any, config_hash: str, writer: DatasetWriter
-) -> tuple[dict[str, Any], float]:
-    """Stream the kept questions into the writer's shards, paraphrasing chunk by chunk; returns the
-    paraphrase stage's statistics and the seconds spent paraphrasing."""
-    section = getattr(config, "paraphrase", None)
+    files: list[Path],
+    kept: pa.Table,
+    config: PipelineConfig,
+    config_hash: str,
+    writer: DatasetWriter,
+    executor: Executor | None = None,
+) -> StageReport:
+    """Stream the kept questions into the writer's shards through the streamed stage (paraphrase), chunk by
+    chunk (on ``executor``'s processes when given); returns its report, whose seconds include reading and
+    writing the rows (they overlap)."""
+    section = config.paraphrase
     examples = example_pool(files, kept, config_hash) if uses_llm(section) else None
     paraphrase = ChunkedParaphrase(section, config.seed, examples)
     start = time.perf_counter()
     rows = chunks(kept_rows(files, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
-    from eqagen.flows.pool import active_pool  # here: the pool module imports the pipeline, which imports this
-
-    pool = active_pool()  # the processes runner's warm workers, idle once the batches are done
-    workers = max(1, int(getattr(config.runner, "workers", 1)))
-    for chunk in paraphrase.map(rows, workers, executor=pool.executor if pool else None):
+    workers = max(1, config.runner.workers)
+    for chunk in paraphrase.map(rows, workers, executor=executor):
         writer.add_questions(stages.conform(chunk, QUESTIONS_SCHEMA))
-    paraphrase_s = time.perf_counter() - start  # reading and writing the rows included: they overlap
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
-    stats = {**paraphrase.stats(), "implementation": where, "rows_in": kept.num_rows, "rows_out": kept.num_rows}
-    return stats, paraphrase_s
+    seconds = time.perf_counter() - start
+    return StageReport(stages.PARAPHRASE.name, where, kept.num_rows, kept.num_rows, paraphrase.stats(), seconds)
 
 
 def write_episodes(store: BatchStore, batch_names: list[str], writer: DatasetWriter) -> None:

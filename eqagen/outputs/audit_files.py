@@ -19,13 +19,6 @@ from eqagen.outputs.report import write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 
 
-def inherited_stats(stats: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The funnel and the stage statistics that a derived dataset (re-split, paraphrased) keeps from its
-    input's stats.json; each ``{}`` where the input has none (or not a mapping)."""
-    funnel, stages = stats.get("funnel"), stats.get("stages")
-    return (dict(funnel) if isinstance(funnel, dict) else {}), (dict(stages) if isinstance(stages, dict) else {})
-
-
 def write_audit_files(
     out_dir: Path,
     questions: pa.Table,

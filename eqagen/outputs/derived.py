@@ -1,14 +1,16 @@
 """A dataset derived from another by one dataset-level stage (``eqagen resplit``, ``eqagen paraphrase``).
 
-The command verifies its input (:func:`eqagen.outputs.dataset.open_dataset`), runs its stage on the
-questions, claims the output folder (:func:`eqagen.outputs.folder.claim_output`) and calls
-:func:`write_derived`, which writes the new questions, the input's episode shards byte for byte, the
-manifest, stats.json, the card and the report into staging and swaps them in: one writer for every
-derived dataset, the same as ``eqagen generate``'s.
+:func:`derive` is the whole command, whatever the stage: it verifies the input
+(:func:`eqagen.outputs.dataset.open_dataset`), claims the output folder
+(:func:`eqagen.outputs.folder.claim_output`), runs the stage on the questions and writes the new questions,
+the input's episode shards byte for byte, the manifest, stats.json, the card and the report into staging
+and swaps them in (:meth:`eqagen.outputs.folder.DatasetWriter.seal`, the same writer as ``eqagen
+generate``'s).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,11 @@ from pydantic import ValidationError
 
 from eqagen.config import OutputConfig
 from eqagen.core import DataFileError
-from eqagen.curation.audit import EPISODE_COLUMNS
-from eqagen.outputs.audit_files import inherited_stats, write_audit_files
-from eqagen.outputs.dataset import Dataset
-from eqagen.outputs.folder import DatasetWriter
-from eqagen.outputs.manifest import DATASET_FILES, build_manifest
+from eqagen.core.stages import StageLog, StageReport
+from eqagen.outputs.dataset import Dataset, open_dataset
+from eqagen.outputs.folder import DatasetWriter, claim_output
+from eqagen.outputs.manifest import DatasetIdentity
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, sort_rows
 
 
@@ -43,39 +45,67 @@ def episode_sources(source: Dataset) -> list[tuple[Path, ShardInfo]]:
 
 @dataclass(frozen=True)
 class DerivedStage:
-    """The stage that made a derived dataset: its config section's name and settings, its seed and its
-    statistics (for stats.json)."""
+    """The stage that makes a derived dataset: its config section's name and saved settings, its seed, the
+    fingerprint of what it makes (its input's shards and its settings), the command that runs it, and the
+    stage itself on the input's questions (``run(questions) -> StageReport-able (table, stats)``)."""
 
     name: str
     settings: dict[str, Any]
     seed: int
-    stats: dict[str, Any]
+    fingerprint: str
+    command: str
+    implementation: str
+    run: Callable[[pa.Table], tuple[pa.Table, dict[str, Any]]]
+
+
+def derive(
+    in_dir: Path,
+    out_dir: Path,
+    stage_for: Callable[[Dataset], DerivedStage],
+    overwrite: bool = False,
+    report: bool = True,
+) -> dict[str, Any]:
+    """Write ``in_dir``'s dataset to ``out_dir`` with ``stage_for(input)`` run on its questions; returns the
+    stage's statistics. Nothing is read before the input is verified, nothing written before the output
+    folder is claimed, and the folder changes only once the whole dataset is staged."""
+    in_dir, out_dir = Path(in_dir), Path(out_dir)
+    if out_dir.resolve() == in_dir.resolve():
+        raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
+    source = open_dataset(in_dir)
+    stage = stage_for(source)
+    questions = source.read_exact("questions", QUESTIONS_SCHEMA)
+    with claim_output(out_dir, stage.fingerprint, overwrite, command=stage.command):
+        out, stats = stage.run(questions)
+        write_derived(source, out_dir, out, stage, stats, report)
+    return stats
 
 
 def write_derived(
-    source: Dataset, out_dir: Path, questions: pa.Table, stage: DerivedStage, fingerprint: str, report: bool = True
+    source: Dataset,
+    out_dir: Path,
+    questions: pa.Table,
+    stage: DerivedStage,
+    stats: dict[str, Any],
+    report: bool = True,
 ) -> dict[str, Any]:
     """Write the derived dataset into ``out_dir`` (claimed by the caller); returns its manifest.
 
     The manifest's config is the input's with ``stage.name``'s section set to ``stage.settings``; its
     ``derived`` list is the input's with an entry for this stage (its name, its seed and the input's rows)
     appended, so a paraphrase of a re-split still records the re-split's seed; stats.json keeps the input's
-    funnel and stage statistics with ``stage.name``'s replaced."""
+    funnel and stage statistics with ``stage.name``'s recorded anew."""
     writer = DatasetWriter(out_dir, rows_per_shard(source))
     writer.add_questions(sort_rows(questions, "question_id"))
     writer.copy_episode_shards(episode_sources(source))
-    config = {**source.manifest.config, stage.name: stage.settings}
-    files = DATASET_FILES if report else ("README.md", "stats.json")
-    manifest = build_manifest(
-        config, source.manifest.seed, source.manifest.config_hash, writer.close(), files, fingerprint
-    )
     entry = {"stage": stage.name, "seed": int(stage.seed), "source_rows": source.raw_manifest["rows"]}
-    manifest["derived"] = [*derivation(source.raw_manifest), entry]  # every stage since generate, in order
-    funnel, stages = inherited_stats(source.stats())
-    stages[stage.name] = stage.stats
-    episodes = source.iter_tables("episodes", EPISODE_COLUMNS)
-    write_audit_files(writer.staging, questions, episodes, funnel, stages, manifest, report)
-    writer.commit(manifest)
+    config = {**source.manifest.config, stage.name: stage.settings}
+    identity = DatasetIdentity(
+        config, source.manifest.seed, source.manifest.config_hash, stage.fingerprint,
+        (*derivation(source.raw_manifest), entry),  # every stage since generate, in order
+    )  # fmt: skip
+    log = StageLog.inherited(source.stats())
+    log.record(StageReport(stage.name, stage.implementation, questions.num_rows, questions.num_rows, stats))
+    manifest, _ = writer.seal(identity, log, report)
     return manifest
 
 

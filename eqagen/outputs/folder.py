@@ -26,7 +26,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eqagen.core import SPLITS, DataFileError
+from eqagen.core.stages import StageLog
+from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS
 from eqagen.outputs.atomic import atomic_path, fsync_dir
-from eqagen.outputs.dataset import TABLES, load_dataset_folder
-from eqagen.outputs.manifest import MANIFEST_NAME, build_manifest, write_json_atomic, write_manifest
+from eqagen.outputs.audit_files import write_audit_files
+from eqagen.outputs.dataset import TABLES, load_dataset_folder, read_shard
+from eqagen.outputs.manifest import (
+    DATASET_FILES,
+    MANIFEST_NAME,
+    DatasetIdentity,
+    build_manifest,
+    write_json_atomic,
+    write_manifest,
+)
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, ShardWriter, shard_name, sort_rows
 
@@ -159,6 +169,7 @@ class DatasetWriter:
         self.questions: dict[str, ShardWriter] = {}
         self.episodes = ShardWriter(self.staging, "episodes", "episodes", rows_per_shard, EPISODES_SCHEMA)
         self.copied: list[ShardInfo] = []
+        self.shards: list[ShardInfo] = []  # every shard, once closed
 
     def add_questions(self, table: pa.Table) -> None:
         for split, part in split_tables(table).items():
@@ -183,7 +194,26 @@ class DatasetWriter:
         if not self.questions:
             self.add_questions(QUESTIONS_SCHEMA.empty_table())
         shards = [info for writer in self.questions.values() for info in writer.close()]
-        return shards + (self.copied or self.episodes.close())
+        self.shards = shards + (self.copied or self.episodes.close())
+        return self.shards
+
+    def iter_tables(self, table: str, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
+        """The staged shards of ``table`` (after :meth:`close`), in path order, as a dataset is read."""
+        for info in sorted(self.shards, key=lambda s: s.path):
+            if info.path.split("/")[0] == table:
+                yield read_shard(self.staging / info.path, columns)
+
+    def seal(self, identity: DatasetIdentity, log: StageLog, report: bool = True) -> tuple[dict[str, Any], dict]:
+        """Close the shards, then write the manifest, ``stats.json`` (``log``'s funnel and stage statistics,
+        the rest recomputed from the staged shards), the card and (``report``) the report, and swap the
+        dataset in; returns the manifest and the statistics."""
+        files = DATASET_FILES if report else ("README.md", "stats.json")
+        manifest = identity.manifest(self.close(), files)
+        questions = pa.concat_tables(list(self.iter_tables("questions", QUESTION_COLUMNS)))
+        episodes = self.iter_tables("episodes", EPISODE_COLUMNS)
+        stats = write_audit_files(self.staging, questions, episodes, log.funnel, log.stages, manifest, report)
+        self.commit(manifest)
+        return manifest, stats
 
     def commit(self, manifest: dict[str, Any]) -> None:
         """Write the manifest into staging, then swap the staged dataset into the output folder."""

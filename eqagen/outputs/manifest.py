@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Iterable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -78,6 +79,24 @@ def build_manifest(
         "shards": [s.to_dict() for s in sorted(shards, key=lambda s: s.path)],
         "files": sorted(files),
     }
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """What a dataset's manifest says made it: the resolved config, the seed, the config hash, the
+    fingerprint (None: the config hash) and, for a derived dataset, every stage since generate, in order."""
+
+    config: dict[str, Any]
+    seed: int
+    config_hash: str
+    fingerprint: str | None = None
+    derived: tuple[dict[str, Any], ...] = ()
+
+    def manifest(self, shards: list[ShardInfo], files: Iterable[str] = DATASET_FILES) -> dict[str, Any]:
+        manifest = build_manifest(self.config, self.seed, self.config_hash, shards, files, self.fingerprint)
+        if self.derived:
+            manifest["derived"] = list(self.derived)
+        return manifest
 
 
 def write_json_atomic(data: Any, path: Path) -> None:

@@ -17,6 +17,7 @@ shards are written as ``<prefix>-NNNNN.parquet`` and renamed then; writers work 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from eqagen.curation.audit import sha256_file
 from eqagen.outputs.atomic import atomic_path
 
 # Fixed writer options: the same table always gives the same bytes with a given pyarrow version.
@@ -53,7 +53,14 @@ class ShardInfo:
         return {"path": self.path, "rows": self.rows, "sha256": self.sha256, "bytes": self.bytes}
 
 
-sha256_of = sha256_file  # one implementation, shared with the audit that checks these digests
+def sha256_of(path: Path) -> str:
+    """The file's sha256 (hex), read in 1 MiB blocks: what the manifest records and every reader checks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
 
 # A shard's name: its prefix (a split, or "episodes"), its index and the number of shards with that prefix.
 SHARD_NAME = re.compile(r"^(?P<prefix>[A-Za-z0-9_]+)-(?P<index>[0-9]{5})-of-(?P<total>[0-9]{5})\.parquet$")

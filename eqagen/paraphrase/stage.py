@@ -21,7 +21,7 @@ from eqagen.core.errors import ConfigError
 from eqagen.core.records import QARecord
 from eqagen.paraphrase.config import ParaphraseConfig, config_from, resolve_endpoint
 from eqagen.paraphrase.runner import FailureGuard, check_endpoint, paraphrase_records
-from eqagen.paraphrase.tables import paraphrase_array, records_from_table
+from eqagen.paraphrase.tables import RECORD_COLUMNS, paraphrase_array, records_from_table
 
 
 def as_config(section: Any) -> ParaphraseConfig:
@@ -41,6 +41,9 @@ def with_paraphrases(table: pa.Table, column: pa.Array) -> pa.Table:
         return table.append_column("paraphrase", column)
     field = table.schema.field(index)
     return table.set_column(index, field, column.cast(field.type))
+
+
+PARAPHRASE_COLUMNS = RECORD_COLUMNS  # what the paraphraser reads: the columns a record is rebuilt from
 
 
 def paraphrase_table(
@@ -90,6 +93,18 @@ def pool_question_ids(keys: pa.Table) -> set[str]:
             per_type[query_type] += 1
             chosen.add(question_id)
     return chosen
+
+
+def in_pool(keys: pa.Table) -> pa.ChunkedArray:
+    """Per row of ``keys`` (with :data:`POOL_COLUMNS`), whether it is in the few-shot pool."""
+    chosen = pool_question_ids(keys.select(list(POOL_COLUMNS)))
+    return pc.is_in(keys["question_id"], pa.array(sorted(chosen), pa.string()))
+
+
+def few_shot_pool(questions: pa.Table) -> list[QARecord]:
+    """The few-shot pool of a questions table in memory, as records (``generate`` reads the same rows
+    from its checkpoints: :func:`eqagen.flows.stream.example_pool`)."""
+    return records_from_table(questions.filter(in_pool(questions)))
 
 
 def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eqagen.core import OPENEQA_CATEGORIES, Entities, Episode, Steps, Timeline
-from eqagen.curation.audit import sha256_file
+from eqagen.outputs.shards import sha256_of
 
 SPLITS = ("train", "val", "test")
 QUERY_TYPES = ("count", "listObjects", "getState", "getProperty", "getLocation")
@@ -81,7 +81,7 @@ def write_dataset(out: Path, seed: int = 0, n_questions: int = 400) -> Path:
     for rel, part in tables.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(part), out / rel)
-        shards.append({"path": rel, "rows": len(part), "sha256": sha256_file(out / rel),
+        shards.append({"path": rel, "rows": len(part), "sha256": sha256_of(out / rel),
                        "bytes": (out / rel).stat().st_size})  # fmt: skip
     counts = {s: len(tables[f"questions/{s}-00000-of-00001.parquet"]) for s in SPLITS}
     manifest = {

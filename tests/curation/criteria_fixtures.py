@@ -1,6 +1,6 @@
 """A small dataset that meets every method criterion by construction, and one plant per criterion.
 
-Written through the project's own writer (``DatasetWriter``, ``write_audit_files``, ``build_manifest``),
+Written through the project's own writer (``DatasetWriter.seal``),
 so its stats.json and manifest are what a run would leave. 40 balance groups of 2 records: every group
 has 2 contents once each and one text for both records (so no text-only model beats chance), groups
 cycle through the query types (8 each) and a 20-long pattern of filter families that is exactly the
@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from eqagen.core import AnswerGroup, FilterSpec, Paraphrase, Program, QARecord, QuerySpec
-from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, iter_shards, read_table
-from eqagen.outputs.audit_files import write_audit_files
+from eqagen.core.stages import StageLog
 from eqagen.outputs.folder import DatasetWriter
-from eqagen.outputs.manifest import build_manifest
+from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import episodes_table, questions_table
 from tests.outputs.builders import make_episode
 
@@ -86,9 +85,5 @@ def write_method_dataset(out: Path, plant: str | None = None, groups: int = 40) 
     writer = DatasetWriter(out, 5000)
     writer.add_questions(questions_table(records))
     writer.add_episodes(episodes_table(episodes))
-    manifest = build_manifest(CONFIG, 0, "criteria-fixture", writer.close())
-    questions = read_table(writer.staging, "questions", QUESTION_COLUMNS)
-    write_audit_files(writer.staging, questions, iter_shards(writer.staging, "episodes", EPISODE_COLUMNS), {}, {},
-                      manifest)  # fmt: skip
-    writer.commit(manifest)
+    writer.seal(DatasetIdentity(CONFIG, 0, "criteria-fixture"), StageLog())
     return out

@@ -9,26 +9,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from eqagen.commands.audit_run import audit_dir, compare_with, openeqa_stats, recomputed_stats
 from eqagen.core import DataFileError
-from eqagen.curation.audit import build_stats, dataset_stats, read_table
-from eqagen.curation.audit_run import audit_dir, compare_with, openeqa_stats
+from eqagen.curation.audit import build_stats
+from eqagen.outputs.dataset import load_dataset_folder
 from tests.curation.audit_fixtures import write_dataset
 
 
 @pytest.fixture()
 def dataset(tmp_path):
     out = write_dataset(tmp_path / "ds", seed=3)
-    q, e = read_table(out, "questions"), read_table(out, "episodes")
+    q, e = load_dataset_folder(out).read("questions"), load_dataset_folder(out).read("episodes")
     (out / "stats.json").write_text(json.dumps(build_stats(q, e, {"programs": {"in": 9, "out": 4}})))
     return out
 
 
 def _rows(out):
-    return read_table(out, "questions").to_pylist()
+    return load_dataset_folder(out).read("questions").to_pylist()
 
 
 def test_distributions_equal_plain_recounts(dataset):
-    rows, stats = _rows(dataset), dataset_stats(dataset)["questions"]
+    rows, stats = _rows(dataset), recomputed_stats(load_dataset_folder(dataset))["questions"]
     d = stats["distributions"]
     assert stats["questions"] == len(rows)
     assert d["query_type"] == dict(Counter(r["query_type"] for r in rows))
@@ -46,7 +47,7 @@ def test_blind_baseline_is_majority_answer_accuracy(dataset):
     for r in rows:
         groups.setdefault(r["balance_key"], Counter())[r["answer_key"]] += 1
     expected = sum(c.most_common(1)[0][1] for c in groups.values()) / len(rows)
-    bal = dataset_stats(dataset)["questions"]["balance"]
+    bal = recomputed_stats(load_dataset_folder(dataset))["questions"]["balance"]
     assert bal["blind_baseline"] == pytest.approx(expected, abs=1e-6)
     assert bal["groups"] == len(groups)
 
@@ -54,15 +55,15 @@ def test_blind_baseline_is_majority_answer_accuracy(dataset):
 def test_leakage_counts_scenes_and_questions_shared_between_splits(dataset):
     rows = _rows(dataset)
     by_split = {s: {r["scene_id"] for r in rows if r["split"] == s} for s in ("train", "val", "test")}
-    leak = dataset_stats(dataset)["questions"]["leakage"]
+    leak = recomputed_stats(load_dataset_folder(dataset))["questions"]["leakage"]
     assert leak["scene_overlap"]["test&train"] == len(by_split["test"] & by_split["train"])
     keys = {s: {r["balance_key"] for r in rows if r["split"] == s} for s in ("train", "val")}
     assert leak["balance_keys_in_several_splits"]["train&val"] == len(keys["train"] & keys["val"])
 
 
 def test_episode_stats_recounted(dataset):
-    eps = read_table(dataset, "episodes").to_pylist()
-    stats = dataset_stats(dataset)["episodes"]
+    eps = load_dataset_folder(dataset).read("episodes").to_pylist()
+    stats = recomputed_stats(load_dataset_folder(dataset))["episodes"]
     actions = [ok for e in eps for ok in e["steps"]["success"][1:]]
     assert stats["action_failure_rate"] == pytest.approx(1 - sum(actions) / len(actions), abs=1e-6)
     assert stats["episodes"] == len(eps)
@@ -108,7 +109,7 @@ def test_against_openeqa_prints_categories_side_by_side(dataset, realdata):
     path = realdata / "open_eqa" / "open-eqa-v0.json"
     theirs = openeqa_stats(path)
     assert theirs["questions"] == 1636 and len(theirs["openeqa_category"]) == 7
-    text = compare_with(dataset_stats(dataset), path)
+    text = compare_with(recomputed_stats(load_dataset_folder(dataset)), path)
     for category in theirs["openeqa_category"]:
         share = theirs["openeqa_category"][category] / 1636
         line = next(line for line in text.splitlines() if line.strip().startswith(category))

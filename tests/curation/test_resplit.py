@@ -10,12 +10,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from eqagen.commands.resplit import register, resplit
 from eqagen.core import ConfigError, DataFileError
 from eqagen.curation.audit import build_stats
 from eqagen.curation.balance import balance
-from eqagen.curation.cli import register
 from eqagen.curation.config import BalanceConfig, SplitConfig
-from eqagen.curation.resplit import resplit
 from eqagen.curation.splits import split
 from eqagen.curation.synthetic import candidate_pool
 from eqagen.outputs.dataset import open_dataset

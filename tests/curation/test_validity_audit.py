@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eqagen.commands.audit_run import validity_checks
+from eqagen.commands.validity_audit import REASONS, check_output
 from eqagen.core import EXPRESS_CATEGORIES, OPENEQA_CATEGORIES, Episode, Program, QARecord, QuerySpec
-from eqagen.curation.audit_run import validity_checks
-from eqagen.curation.validity_audit import REASONS, check_output
 from eqagen.outputs.folder import write_dataset
 from eqagen.outputs.schemas import episodes_table, questions_table
 from eqagen.predicates import REGISTRY

@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from eqagen.core import derive_rng
 from eqagen.flows import pipeline, stages
@@ -116,18 +117,33 @@ def test_batches_cover_the_plan_in_tens() -> None:
 def test_dataset_stages_are_the_packages_own_and_stats_say_which_ran() -> None:
     from eqagen.curation.balance import balance
     from eqagen.curation.compose import compose
+    from eqagen.curation.config import BalanceConfig
     from eqagen.curation.splits import split
     from eqagen.paraphrase.stage import paraphrase_table
 
     own = {"balance": balance, "compose": compose, "split": split, "paraphrase": paraphrase_table}
-    assert own == stages.DATASET_STAGES
-    order = stages.DATASET_STAGE_ORDER
-    assert order.index("balance") < order.index("compose") < order.index("split") < order.index("paraphrase")
+    assert own == {name: stage.fn for name, stage in stages.DATASET_STAGES.items()}
+    order = list(stages.DATASET_STAGES)
+    assert order == ["balance", "compose", "split", "paraphrase"]  # split first: few-shot examples are train's
     records = []
     for i in range(40):
         records += make_records(make_episode(1, f"scene-{i}", index=i), derive_rng(1, i), n=4)
-    _, stats, _ = stages.run_dataset_stage("balance", questions_table(records), None, seed=3)
-    assert stats["implementation"] == "eqagen.curation.balance:balance" and stats["rows_in"] == len(records)
+    table = questions_table(records)
+    out, report = stages.BALANCE.run(table, BalanceConfig(), seed=3)
+    entry = report.stats_entry()
+    assert entry["implementation"] == "eqagen.curation.balance:balance" and entry["rows_in"] == len(records)
+    assert report.funnel_entry() == {"in": len(records), "out": out.num_rows, "rejected": report.rejected}
+    assert sum(report.rejected.values()) == len(records) - out.num_rows > 0  # every drop counted by reason
+
+
+def test_a_stage_refuses_a_table_or_section_outside_its_contract() -> None:
+    from eqagen.curation.config import BalanceConfig
+
+    table = questions_table(make_records(make_episode(1), derive_rng(1), n=4))
+    with pytest.raises(ValueError, match="balance_key"):
+        stages.BALANCE.run(table.drop_columns(["balance_key"]), BalanceConfig(), seed=0)
+    with pytest.raises(TypeError, match="BalanceConfig"):
+        stages.BALANCE.run(table, {"mode": "exact"}, seed=0)  # a mapping is validated at the edge, not here
 
 
 def test_batch_store_needs_the_marker(tmp_path) -> None:

@@ -7,7 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from eqagen.curation.audit import episode_stats, iter_shards, read_table
+from eqagen.core.stages import StageLog
+from eqagen.curation.audit import episode_stats
 from eqagen.curation.balance import balance
 from eqagen.curation.compose import compose
 from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scene_share, held_out_scenes
@@ -49,12 +50,12 @@ def test_streamed_finish_equals_the_in_memory_reference(tmp_path, small_config, 
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
     expected = by_id(reference_questions(config, ctx, names))
-    written = read_table(tmp_path, "questions")
+    written = open_dataset(tmp_path).read("questions")
     assert written.num_rows == expected.num_rows == summary.counts["questions_total"] >= 12
     got = by_id(written.select(QUESTIONS_SCHEMA.names).cast(QUESTIONS_SCHEMA))
     for name in QUESTIONS_SCHEMA.names:
         assert got[name].equals(expected[name]), name
-    episodes = read_table(tmp_path, "episodes")
+    episodes = open_dataset(tmp_path).read("episodes")
     assert episodes.num_rows == 150 and len(set(episodes["episode_id"].to_pylist())) == 150
 
 
@@ -85,7 +86,7 @@ def test_key_table_holds_only_the_selection_columns(tmp_path, small_config) -> N
 
 def test_episode_statistics_streamed_by_shard_equal_the_whole_table(tmp_path, small_config) -> None:
     pipeline.generate_inline(small_config("output.rows_per_shard=4"), tmp_path, sampler=fixture_sampler)
-    shards = list(iter_shards(tmp_path, "episodes"))
+    shards = list(open_dataset(tmp_path).iter_tables("episodes"))
     assert len(shards) > 3
     assert episode_stats(iter(shards)) == episode_stats(pa.concat_tables(shards))
 
@@ -99,7 +100,7 @@ def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
     files = ask.candidate_files(ctx.store, names, [])
-    kept, _ = stream.select(stream.read_keys(files, stream.key_columns(config)), config, {}, {}, None)
+    kept = stream.select(stream.read_keys(files, stream.key_columns(config)), config, StageLog(), None)
     for rows in stream.kept_rows(files, kept, ctx.config_hash):
         assert rows.num_rows < kept.num_rows  # else the check below could not tell
         for name in ("choices", "split"):

@@ -12,7 +12,8 @@ import pytest
 from matplotlib.image import imread
 
 from eqagen.core import OPENEQA_CATEGORIES
-from eqagen.curation.audit import build_stats, read_table
+from eqagen.curation.audit import build_stats
+from eqagen.outputs.dataset import load_dataset_folder
 from eqagen.outputs.exports import export
 from eqagen.outputs.report import write_report
 from tests.curation.audit_fixtures import write_dataset
@@ -25,7 +26,7 @@ HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     out = write_dataset(tmp_path_factory.mktemp("ds") / "ds", seed=11)
-    q, e = read_table(out, "questions"), read_table(out, "episodes")
+    q, e = load_dataset_folder(out).read("questions"), load_dataset_folder(out).read("episodes")
     stats = build_stats(q, e, {"programs": {"in": 900, "out": 400, "rejected": {"ineffective": 500}}})
     (out / "stats.json").write_text(json.dumps(stats))
     write_report(stats, out / "report.html")
@@ -54,7 +55,7 @@ def test_openeqa_export_has_exactly_openeqa_keys_and_types(dataset, tmp_path, re
     allowed_keysets = {tuple(sorted(item)) for item in reference}
     n = export(dataset, "openeqa", tmp_path / "oe.json")
     ours = json.loads((tmp_path / "oe.json").read_text())
-    assert n == len(ours) == read_table(dataset, "questions").num_rows
+    assert n == len(ours) == load_dataset_folder(dataset).read("questions").num_rows
     assert {tuple(sorted(item)) for item in ours} <= allowed_keysets
     assert all(type(v) is ref_types[k] for item in ours for k, v in item.items())
     assert {item["category"] for item in ours} <= set(OPENEQA_CATEGORIES)
@@ -66,5 +67,7 @@ def test_jsonl_export_of_one_split(dataset, tmp_path):
     lines = (tmp_path / "val.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
     assert n == len(rows) > 0 and {r["split"] for r in rows} == {"val"}
-    expected = sorted(r["question_id"] for r in read_table(dataset, "questions").to_pylist() if r["split"] == "val")
+    expected = sorted(
+        r["question_id"] for r in load_dataset_folder(dataset).read("questions").to_pylist() if r["split"] == "val"
+    )
     assert [r["question_id"] for r in rows] == expected

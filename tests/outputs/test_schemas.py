@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.core import derive_rng
-from eqagen.outputs.readers import episode_from_row, record_from_row
+from eqagen.core import QARecord, derive_rng
+from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episodes_table, questions_table
 from tests.outputs.builders import make_episode, make_records
 
@@ -57,7 +57,7 @@ def test_question_records_round_trip(tmp_path, seed) -> None:
     pq.write_table(questions_table(records), tmp_path / "q.parquet")
     table = pq.read_table(tmp_path / "q.parquet")
     assert table.schema.equals(QUESTIONS_SCHEMA, check_metadata=False)
-    back = [record_from_row(r) for r in table.to_pylist()]
+    back = [QARecord.from_dict(r) for r in table.to_pylist()]
     assert [r.to_dict() for r in back] == [r.to_dict() for r in records]
     assert [r.question_id for r in back] == [r.question_id for r in records]
 

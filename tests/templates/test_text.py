@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.generators.base import get_backend
-from eqagen.outputs.readers import record_from_row
 from eqagen.outputs.schemas import questions_table
 from eqagen.predicates import QuestionConfig, context_for
 from eqagen.templates.answers import WHOLE_GROUP_ANSWERS, answer_text
@@ -200,7 +199,7 @@ def test_answers_are_reproducible_from_the_structured_answer_as_written(ep):
     rule of which receptacle types hold things inside), is the answer."""
     records = records_of(*ep)
     ctx = context_for(episode(*ep))
-    for r in map(record_from_row, questions_table(list(records)).to_pylist()):
+    for r in map(QARecord.from_dict, questions_table(list(records)).to_pylist()):
         labels = [""] * len(r.structured_answer)
         if not r.grounded and r.structured_answer[0].anchor is not None:
             wording = program_wording(r.program)

@@ -1,16 +1,32 @@
 """``eqagen resplit IN --out OUT [--ratios 0.7,0.15,0.15] [--unseen-fraction 0.5] [--seed N]
-[--by scene|question] [--split-file F] [--no-report]``."""
+[--by scene|question] [--split-file F] [--no-report]``: same questions and episodes, new ``split`` column.
+
+The re-split stage (:func:`eqagen.curation.resplit.split_again`) run over a dataset folder by
+:func:`eqagen.outputs.derived.derive`: the input is verified first (manifest, paths, checksums, row
+counts, unique ids, stats.json), so a re-split never starts from damaged or edited shards; the output
+folder is claimed and written like ``eqagen generate``'s (locked, never over files eqagen did not write or
+another dataset unless ``--overwrite``, staged and swapped in whole), so a killed re-split is simply run
+again. Episode shards are copied byte for byte. The new manifest keeps the input's config (with the new
+``split`` section), seed and config hash, and records the re-split's seed and the input's rows in a
+``derived`` entry; stats.json, the dataset card and the report are rebuilt from the new tables.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from pydantic import ValidationError
 
-from eqagen.core import ConfigError
+from eqagen.core import ConfigError, stable_hash
 from eqagen.curation.config import SplitConfig
+from eqagen.curation.resplit import split_again
+from eqagen.outputs.dataset import Dataset
+from eqagen.outputs.derived import DerivedStage, derive
+from eqagen.outputs.shards import sha256_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,9 +78,33 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
         raise ConfigError(key, first["msg"].removeprefix("Value error, ")) from err
 
 
-def run_resplit(args: argparse.Namespace) -> int:
-    from eqagen.curation.resplit import resplit
+def resplit(
+    in_dir: Path, out_dir: Path, config: SplitConfig, seed: int, report: bool = True, overwrite: bool = False
+) -> dict[str, Any]:
+    """Write ``in_dir``'s dataset to ``out_dir`` with a new split; returns the split statistics.
+    ``report=False`` skips report.html (its plots are the slow part)."""
 
+    def stage_for(source: Dataset) -> DerivedStage:
+        def run(questions: pa.Table) -> tuple[pa.Table, dict[str, Any]]:
+            out, stats = split_again(questions, config, seed)
+            return out, {**stats, "resplit": True}
+
+        fingerprint = resplit_fingerprint(source, config, seed)
+        settings = config.model_dump(mode="json")
+        return DerivedStage("split", settings, seed, fingerprint, "resplit", "eqagen.curation.splits:split", run)
+
+    return derive(in_dir, out_dir, stage_for, overwrite, report)
+
+
+def resplit_fingerprint(source: Dataset, config: SplitConfig, seed: int) -> str:
+    """What a re-split makes depends on: the input's shards, the split settings (a split file by its
+    content) and the seed."""
+    split_file = sha256_of(config.split_file) if config.split_file and config.split_file.is_file() else None
+    shards = [s.sha256 for s in source.manifest.shards]
+    return stable_hash("resplit", shards, config.model_dump(mode="json"), split_file, int(seed))
+
+
+def run_resplit(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     stats = resplit(args.input, args.out, config, args.seed, report=not args.no_report, overwrite=args.overwrite)
     fractions = ", ".join(f"{k} {v:.3f}" for k, v in stats["fraction"].items())

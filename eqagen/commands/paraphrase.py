@@ -1,7 +1,8 @@
 """``eqagen paraphrase IN --out OUT (--model M [--base-url URL] | --offline)``: paraphrase a dataset.
 
 Reads IN's question shards (checksums verified against its manifest), paraphrases every question
-(few-shot examples from IN's train split), and writes OUT: question shards with the new
+(few-shot examples from IN's train split, at most 512 per query type, as ``generate`` draws them), and
+writes OUT: question shards with the new
 ``paraphrase`` column, IN's episode shards copied byte for byte, a manifest whose config carries the
 ``paraphrase`` section used, stats.json with the paraphrase statistics, and the dataset card and
 report rebuilt. A rerun after a crash
@@ -22,13 +23,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from eqagen.core import stable_hash
-from eqagen.core.errors import ConfigError, DataFileError
-from eqagen.outputs.folder import claim_output
+from eqagen.core.errors import ConfigError
+from eqagen.outputs.dataset import Dataset
+from eqagen.outputs.derived import DerivedStage, derive
 from eqagen.paraphrase.config import OFFLINE_MODEL, ParaphraseConfig, config_from, resolve_endpoint
 from eqagen.paraphrase.errors import RunFailed
-from eqagen.paraphrase.stage import paraphrase_table
-from eqagen.paraphrase.tables import records_from_table
+from eqagen.paraphrase.stage import few_shot_pool, paraphrase_table, uses_llm
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -95,28 +98,24 @@ def paraphrase_dataset(
 ) -> dict:
     """Paraphrase the dataset in ``in_dir`` into ``out_dir``; returns the stage statistics.
 
-    The input is verified before anything is written (:func:`eqagen.outputs.dataset.open_dataset`), and
-    the output folder is claimed, staged and swapped in like ``eqagen generate``'s
-    (:mod:`eqagen.outputs.folder`), so a killed run is simply run again."""
-    from eqagen.outputs.dataset import open_dataset
-    from eqagen.outputs.derived import DerivedStage, write_derived
-    from eqagen.outputs.schemas import QUESTIONS_SCHEMA
-
-    in_dir, out_dir = Path(in_dir), Path(out_dir)
-    if out_dir.resolve() == in_dir.resolve():
-        raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
+    The paraphrase stage run over a dataset folder (:func:`eqagen.outputs.derived.derive`): the input is
+    verified before anything is written, and the output folder is claimed, staged and swapped in like
+    ``eqagen generate``'s, so a killed run is simply run again. The LLM's few-shot pool is ``generate``'s
+    (:func:`eqagen.paraphrase.stage.few_shot_pool`)."""
     resolve_endpoint(config)  # a model with no endpoint is an error before anything is read
-    source = open_dataset(in_dir)
-    questions = source.read_exact("questions", QUESTIONS_SCHEMA)
-    seed = source.manifest.seed if seed is None else seed
-    saved = config.model_dump(mode="json", exclude={"api_key"})
-    fingerprint = stable_hash("paraphrase", [s.sha256 for s in source.manifest.shards], saved, int(seed))
-    with claim_output(out_dir, fingerprint, overwrite, command="paraphrase"):
-        train = [r for r in records_from_table(questions) if r.split == "train"]
-        questions, stats = paraphrase_table(questions, config, seed, examples=train or None)
-        stage = DerivedStage("paraphrase", saved, seed, {"implementation": "eqagen paraphrase", **stats})
-        write_derived(source, out_dir, questions, stage, fingerprint)
-    return stats
+
+    def stage_for(source: Dataset) -> DerivedStage:
+        chosen = source.manifest.seed if seed is None else seed
+
+        def run(questions: pa.Table) -> tuple[pa.Table, dict[str, Any]]:
+            examples = few_shot_pool(questions) if uses_llm(config) else None
+            return paraphrase_table(questions, config, chosen, examples=examples)
+
+        saved = config.model_dump(mode="json", exclude={"api_key"})
+        fingerprint = stable_hash("paraphrase", [s.sha256 for s in source.manifest.shards], saved, int(chosen))
+        return DerivedStage("paraphrase", saved, chosen, fingerprint, "paraphrase", "eqagen paraphrase", run)
+
+    return derive(in_dir, out_dir, stage_for, overwrite)
 
 
 def run_paraphrase(args: argparse.Namespace) -> int:

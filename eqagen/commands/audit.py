@@ -7,8 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from eqagen.core import DataFileError
-from eqagen.curation.audit_run import (
+from eqagen.commands.audit_run import (
     Check,
     audit_dir,
     checks_as_dicts,
@@ -16,6 +15,7 @@ from eqagen.curation.audit_run import (
     failed_criteria,
     validity_checks,
 )
+from eqagen.core import DataFileError
 from eqagen.outputs.exports import EXPORT_FORMATS, export
 from eqagen.outputs.report import write_report
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from eqagen.commands.validity_audit import REASONS, check_output
 from eqagen.core import ConfigError, DataFileError
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, stats_from_tables
-from eqagen.curation.validity_audit import REASONS, check_output
 from eqagen.outputs.dataset import Dataset, integrity_checks, load_dataset_folder
 
 
