@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance
+from eqagen.curation.config import BalanceConfig
 from eqagen.generators.base import get_backend
 from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.sampler import sample_programs
@@ -84,7 +85,7 @@ def balance_yield(rows: list[tuple[str, str, str, str]], seed: int) -> dict:
     recurring = sum(len(scenes[k]) >= 2 and len(answers[k]) >= 2 for _, _, k, _ in rows)
     columns = ("question_id", "scene_id", "balance_key", "answer_key")
     table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(columns)})
-    kept, stats = balance(table, None, seed)
+    kept, stats = balance(table, BalanceConfig(), seed)
     return {
         "candidates": len(rows),
         "scenes": len({r[1] for r in rows}),

@@ -31,6 +31,7 @@ from eqagen.core import EqagenError
 from eqagen.core.limits import MAX_WORKERS, available_cpus, bounded_int
 
 if TYPE_CHECKING:
+    from eqagen.config import PipelineConfig
     from eqagen.flows.runlog import RunLog
 
 # The exit statuses of every command (also in `eqagen --help` and docs/pipeline.md).
@@ -163,7 +164,7 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def with_usable_workers(config: Any) -> Any:
+def with_usable_workers(config: PipelineConfig) -> PipelineConfig:
     """``config`` with ``runner.workers`` reduced to the CPUs this process may use, saying so, where the run
     starts its workers itself (an existing Dask cluster brings its own)."""
     usable = available_cpus()
@@ -175,7 +176,7 @@ def with_usable_workers(config: Any) -> Any:
     return config.model_copy(update={"runner": runner.model_copy(update={"workers": usable})})
 
 
-def _run(config: Any, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
+def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
     if config.runner.kind == "inline":
         from eqagen.flows.pipeline import generate_inline
 

@@ -33,7 +33,7 @@ from eqagen.curation.columns import (
     run_starts,
     scene_blocks,
 )
-from eqagen.curation.config import BalanceConfig, as_config
+from eqagen.curation.config import BalanceConfig
 from eqagen.curation.partition import HELD_OUT, held_out_rows
 
 BALANCE_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key")
@@ -86,11 +86,11 @@ class BalanceSelection:
     stats: dict
 
 
-def balance(table: pa.Table, config: BalanceConfig | dict | None, seed: int) -> tuple[pa.Table, dict]:
+def balance(table: pa.Table, config: BalanceConfig, seed: int) -> tuple[pa.Table, dict]:
     """The balanced subset of a candidate table, with ``choices`` set to each question's answer set.
 
     The pipeline's ``balance`` stage; ``config`` may also be a mapping or None (the defaults)."""
-    selection = select_balanced(table, as_config(BalanceConfig, config), seed)
+    selection = select_balanced(table, config, seed)
     out = table.take(pa.array(selection.rows, pa.int64()))
     field = pa.field("choices", pa.list_(pa.string()))
     if "choices" in out.column_names:

@@ -110,14 +110,3 @@ class CurationConfig(BaseModel):
 
     balance: BalanceConfig = BalanceConfig()
     split: SplitConfig = SplitConfig()
-
-
-def as_config(model: type[BaseModel], section: object) -> BaseModel:
-    """A stage's section as its model: the model itself, a mapping (validated), or None (defaults)."""
-    if section is None:
-        return model()
-    if isinstance(section, model):
-        return section
-    if isinstance(section, BaseModel):
-        section = section.model_dump()
-    return model.model_validate(section)

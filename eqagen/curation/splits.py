@@ -31,7 +31,7 @@ from eqagen.curation.columns import (
     require_columns,
     scene_ring,
 )
-from eqagen.curation.config import SplitConfig, as_config
+from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_rows
 from eqagen.curation.split_file import read_split_file
 
@@ -61,10 +61,10 @@ class SplitAssignment:
     stats: dict
 
 
-def split(table: pa.Table, config: SplitConfig | dict | None, seed: int) -> tuple[pa.Table, dict]:
+def split(table: pa.Table, config: SplitConfig, seed: int) -> tuple[pa.Table, dict]:
     """The same table with its ``split`` column assigned (the pipeline's ``split`` stage); ``config``
     may also be a mapping or None (the defaults)."""
-    assignment = assign_splits(table, as_config(SplitConfig, config), seed)
+    assignment = assign_splits(table, config, seed)
     names = pa.array(np.array(SPLITS, dtype=object)[assignment.split].tolist(), pa.string())
     field = pa.field("split", pa.string())
     if "split" in table.column_names:

@@ -25,6 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from eqagen.config import PipelineConfig, RunnerConfig
 from eqagen.flows import pipeline, progress, runners, stages
 from eqagen.flows.pool import active_pool, batch_pool
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
@@ -34,18 +35,18 @@ TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fals
 
 
 @task(name="plan-scenes", **TASK_OPTIONS)
-def plan_task(config: Any) -> tuple[list[stages.Batch], float]:
+def plan_task(config: PipelineConfig) -> tuple[list[stages.Batch], float]:
     start = time.perf_counter()
     return stages.plan_batches(config.generation, config.seed), time.perf_counter() - start
 
 
 @task(name="balance-render-paraphrase-split-write-audit", **TASK_OPTIONS)
-def finish_task(config: Any, ctx: pipeline.RunContext, names: list[str], summary: pipeline.RunSummary):
+def finish_task(config: PipelineConfig, ctx: pipeline.RunContext, names: list[str], summary: pipeline.RunSummary):
     pool = active_pool()  # the processes runner's warm workers, idle once the batches are done
     return pipeline.finish(config, ctx, names, summary, pool.executor if pool else None)
 
 
-def task_runner(runner: Any) -> Any:
+def task_runner(runner: RunnerConfig) -> Any:
     if runner.kind == "local":
         return ThreadPoolTaskRunner(max_workers=runner.workers)
     if runner.kind == "processes":  # threads that hand each batch to the run's worker processes (flows.pool)
@@ -54,7 +55,7 @@ def task_runner(runner: Any) -> Any:
 
 
 @flow(name="generate", persist_result=False, log_prints=False, validate_parameters=False)
-def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
+def generate_flow(config: PipelineConfig, out_dir: str) -> pipeline.RunSummary:
     ctx = pipeline.make_context(config, Path(out_dir))
     summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
     batches, plan_s = plan_task(config)
@@ -72,12 +73,12 @@ def generate_flow(config: Any, out_dir: str) -> pipeline.RunSummary:
     return finish_task(config, ctx, names, summary)
 
 
-def parallelism(config: Any, summary: pipeline.RunSummary) -> int:
+def parallelism(config: PipelineConfig, summary: pipeline.RunSummary) -> int:
     todo = summary.batches_total - summary.batches_resumed
     return max(1, min(config.runner.workers, todo)) if config.runner.kind != "dask" or not config.runner.address else 1
 
 
-def orchestration_seconds(config: Any, summary: pipeline.RunSummary) -> float:
+def orchestration_seconds(config: PipelineConfig, summary: pipeline.RunSummary) -> float:
     """Wall time not spent in stage work: batched work counts once per worker running in parallel."""
     batched = sum(summary.stage_seconds.get(s, 0.0) for s in ("episodes", "programs", "checkpoint"))
     other = sum(v for k, v in summary.stage_seconds.items() if k not in ("episodes", "programs", "checkpoint"))
@@ -85,7 +86,7 @@ def orchestration_seconds(config: Any, summary: pipeline.RunSummary) -> float:
 
 
 def run_with_prefect(
-    config: Any,
+    config: PipelineConfig,
     out_dir: Path,
     prefect_home: Path,
     on_batch: Callable | None = None,
@@ -96,7 +97,7 @@ def run_with_prefect(
     against it, and stop the server (also on SIGTERM, Ctrl-C and errors). With the ``processes`` runner the
     worker processes are forked first and start on the first batches while the server boots."""
     wall = started_at or time.perf_counter()
-    check_paraphrase_endpoint(getattr(config, "paraphrase", None))  # a named model's endpoint answers, before any work
+    check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
     server = server or LocalPrefectServer(prefect_home)
     with sigterm_as_exit(), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the pool below is stopped first

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from eqagen.config import PipelineConfig
 from eqagen.flows.pipeline import RunSummary
 
 STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "split", "paraphrase",
@@ -92,7 +93,7 @@ def megabytes(n_bytes: int) -> str:
     return f"{n_bytes / 1e6:.1f} MB"
 
 
-def print_summary(summary: RunSummary, config: Any, elapsed: float, state_bytes: int = 0) -> None:
+def print_summary(summary: RunSummary, config: PipelineConfig, elapsed: float, state_bytes: int = 0) -> None:
     """The run's counts, seconds per stage, the layout, and what its checkpoints weigh (``state_bytes``)."""
     console = Console()
     c = summary.counts

@@ -41,6 +41,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 
+from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError, DataFileError
 from eqagen.flows import pipeline, stages
 from eqagen.flows.pool import active_pool
@@ -57,7 +58,7 @@ def batch_task(ctx: pipeline.RunContext, batch: stages.Batch) -> dict[str, Any]:
     return pool.run(ctx, batch) if pool else pipeline.run_batch(ctx, batch)
 
 
-def dask_task_runner(runner: Any) -> Any:
+def dask_task_runner(runner: RunnerConfig) -> Any:
     """prefect-dask's runner on the cluster at ``runner.address``, or on a local cluster of ``workers``
     single-threaded processes (the work is pure Python: threads would share one interpreter lock)."""
     try:
@@ -188,7 +189,7 @@ def run_batches_whole(
     todo: list[stages.Batch],
     summary: pipeline.RunSummary,
     on_batch: Callable,
-    runner: Any,
+    runner: RunnerConfig,
 ) -> None:
     """One task per batch, summaries as they finish, at most ``WINDOW_PER_WORKER`` tasks per worker in flight.
 

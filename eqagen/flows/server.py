@@ -39,9 +39,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
+from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError
 from eqagen.outputs.atomic import atomic_path
 
@@ -114,7 +114,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def api_host(runner: Any) -> str:
+def api_host(runner: RunnerConfig) -> str:
     """Where the run's Prefect API server listens, and the address every worker is given for it.
 
     ``runner.api_host`` (``--api-host``) when set: it must be an address of this machine. Otherwise the

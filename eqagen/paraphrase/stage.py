@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from typing import Any
@@ -17,22 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eqagen.core.errors import ConfigError
 from eqagen.core.records import QARecord
-from eqagen.paraphrase.config import ParaphraseConfig, config_from, resolve_endpoint
+from eqagen.paraphrase.config import ParaphraseConfig, resolve_endpoint
 from eqagen.paraphrase.runner import FailureGuard, check_endpoint, paraphrase_records
 from eqagen.paraphrase.tables import RECORD_COLUMNS, paraphrase_array, records_from_table
-
-
-def as_config(section: Any) -> ParaphraseConfig:
-    """The stage's config from a model, a mapping (an unvalidated section) or None (defaults)."""
-    if section is None:
-        return ParaphraseConfig()
-    if isinstance(section, ParaphraseConfig):
-        return section
-    if isinstance(section, Mapping):
-        return config_from(section)
-    raise ConfigError("paraphrase", f"expected a mapping, got {type(section).__name__}")
 
 
 def with_paraphrases(table: pa.Table, column: pa.Array) -> pa.Table:
@@ -47,10 +35,9 @@ PARAPHRASE_COLUMNS = RECORD_COLUMNS  # what the paraphraser reads: the columns a
 
 
 def paraphrase_table(
-    table: pa.Table, section: Any, seed: int, examples: Sequence[QARecord] | None = None
+    table: pa.Table, config: ParaphraseConfig, seed: int, examples: Sequence[QARecord] | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
     """Paraphrase every row of a questions table (stats: counts, requests, tokens, cost, rejections)."""
-    config = as_config(section)
     records = records_from_table(table)
     result = paraphrase_records(records, config, seed, examples=examples)
     return with_paraphrases(table, paraphrase_array(result.paraphrases)), result.stats
@@ -64,16 +51,16 @@ POOL_PER_QUERY_TYPE = 512
 POOL_COLUMNS = ("question_id", "query_type", "split")
 
 
-def uses_llm(section: Any) -> bool:
+def uses_llm(config: ParaphraseConfig) -> bool:
     """Whether the stage calls an LLM (and so needs a few-shot pool) or runs the offline paraphraser.
     A model with no endpoint is a ConfigError here, never an offline run."""
-    return resolve_endpoint(as_config(section)) is not None
+    return resolve_endpoint(config) is not None
 
 
-def check_paraphrase_endpoint(section: Any) -> None:
+def check_paraphrase_endpoint(config: ParaphraseConfig) -> None:
     """Before a generate run does any work: a named model must have an endpoint that answers
     (:func:`eqagen.paraphrase.runner.check_endpoint`); nothing to check for the offline paraphraser."""
-    check_endpoint(as_config(section))
+    check_endpoint(config)
 
 
 def pool_question_ids(keys: pa.Table) -> set[str]:
@@ -118,8 +105,8 @@ class ChunkedParaphrase:
     (``examples``). The request and token budgets and the share of failed items are the run's, carried
     from chunk to chunk; the statistics are summed over chunks."""
 
-    def __init__(self, section: Any, seed: int, examples: Sequence[QARecord] | None = None):
-        self.config, self.seed, self.examples = as_config(section), seed, examples
+    def __init__(self, config: ParaphraseConfig, seed: int, examples: Sequence[QARecord] | None = None):
+        self.config, self.seed, self.examples = config, seed, examples
         self.totals: dict[str, Any] = {}
         self.guard = FailureGuard(self.config.max_failure_share)
 

@@ -171,7 +171,7 @@ def test_missing_column_names_it():
 def test_config_rejects_unknown_keys():
     with pytest.raises(ValueError):
         BalanceConfig.model_validate({"mode": "exact", "windows": 3})
-    out, _ = balance(candidate_pool(3000, 2), {"max_per_answer": 2}, seed=0)
+    out, _ = balance(candidate_pool(3000, 2), BalanceConfig(max_per_answer=2), seed=0)
     assert max(Counter(rows(out, "balance_key", "answer_key")).values()) <= 2
 
 

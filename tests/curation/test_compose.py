@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scenes, held_out_share
 from eqagen.curation.splits import split
 
@@ -88,7 +89,7 @@ def test_a_partitioned_split_holds_half_of_val_and_test_out_of_train():
     out = out.append_column("family", pa.array(["household"] * out.num_rows))
     out = out.append_column("grounded", pa.array([False] * out.num_rows))
     out = out.append_column("predicate_families", pa.array([[f] for f in out["filter_families"].to_pylist()]))
-    done, _ = split(out, {"ratios": (0.7, 0.15, 0.15)}, seed=0)
+    done, _ = split(out, SplitConfig(ratios=(0.7, 0.15, 0.15)), seed=0)
     splits, scenes = done["split"].to_pylist(), done["scene_id"].to_pylist()
     train_scenes = {s for s, sp in zip(scenes, splits) if sp == "train"}
     for name in ("val", "test"):
@@ -122,7 +123,7 @@ def test_a_resplit_keeps_the_held_out_scenes_where_their_share_fits_and_says_whe
     out = out.append_column("family", pa.array(["household"] * out.num_rows))
     out = out.append_column("grounded", pa.array([False] * out.num_rows))
     out = out.append_column("predicate_families", pa.array([[f] for f in out["filter_families"].to_pylist()]))
-    made, _ = split(out, {"ratios": (0.7, 0.15, 0.15)}, seed=0)
+    made, _ = split(out, SplitConfig(ratios=(0.7, 0.15, 0.15)), seed=0)
     made = made.drop_columns([HELD_OUT])
     again, stats = split_again(made, SplitConfig(), seed=5)
     assert stats["held_out"].startswith("kept the input's") and not stats["warnings"]

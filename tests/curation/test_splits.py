@@ -146,7 +146,7 @@ def test_config_validation():
         SplitConfig(ratios=(0.5, 0.2, 0.2))
     with pytest.raises(ValueError):
         SplitConfig.model_validate({"ratio": [0.7, 0.15, 0.15]})
-    assert split(candidate_pool(400, 1), None, seed=0)[0].num_rows == 400
+    assert split(candidate_pool(400, 1), SplitConfig(), seed=0)[0].num_rows == 400
 
 
 def test_filter_family_signature_ignores_list_order(balanced):

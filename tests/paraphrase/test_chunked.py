@@ -10,6 +10,7 @@ from eqagen.paraphrase.stage import ChunkedParaphrase, merge_stats, paraphrase_t
 from tests.paraphrase.chat_server import ScriptedChatServer
 from tests.paraphrase.fixtures import generated_records
 
+OFFLINE = ParaphraseConfig(model="offline")
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "api_key": "test-key", "model": "local-model"}
 
 
@@ -25,8 +26,8 @@ def cut(table: pa.Table, sizes: list[int]) -> list[pa.Table]:
 @given(sizes=st.lists(st.integers(0, 12), max_size=6), seed=st.integers(0, 2**31 - 1))
 def test_offline_chunks_match_the_whole_table(sizes, seed):
     table = questions_table(generated_records(40, seed=3))
-    whole, stats = paraphrase_table(table, {"model": "offline"}, seed)
-    chunked = ChunkedParaphrase({"model": "offline"}, seed)
+    whole, stats = paraphrase_table(table, OFFLINE, seed)
+    chunked = ChunkedParaphrase(OFFLINE, seed)
     parts = pa.concat_tables([chunked(part) for part in cut(table, sizes)])
     assert parts["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
     assert chunked.stats()["items"] == stats["items"] == 40
@@ -114,8 +115,8 @@ def test_the_few_shot_pool_is_bounded_per_query_type(monkeypatch):
 
 def test_offline_chunks_on_worker_processes_match_the_whole_table():
     table = questions_table(generated_records(60, seed=6))
-    whole, stats = paraphrase_table(table, {"model": "offline"}, 11)
-    chunked = ChunkedParaphrase({"model": "offline"}, 11)
+    whole, stats = paraphrase_table(table, OFFLINE, 11)
+    chunked = ChunkedParaphrase(OFFLINE, 11)
     parts = list(chunked.map(cut(table, [10, 15, 5, 20]), workers=2))
     assert [p.num_rows for p in parts] == [10, 15, 5, 20, 10]  # in order, none lost
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
@@ -126,7 +127,7 @@ def test_offline_chunks_on_a_given_executor_match_the_whole_table():
     from concurrent.futures import ThreadPoolExecutor
 
     table = questions_table(generated_records(30, seed=8))
-    whole, _ = paraphrase_table(table, {"model": "offline"}, 2)
+    whole, _ = paraphrase_table(table, OFFLINE, 2)
     with ThreadPoolExecutor(2) as executor:  # the run's warm worker pool in the pipeline
-        parts = list(ChunkedParaphrase({"model": "offline"}, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
+        parts = list(ChunkedParaphrase(OFFLINE, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()

@@ -14,6 +14,7 @@ import pytest
 from eqagen.config import read_preset, validate_config
 from eqagen.core import derive_rng
 from eqagen.curation.balance import balance, blind_baseline
+from eqagen.curation.config import BalanceConfig
 from eqagen.generators import get_backend
 from eqagen.predicates import context_for
 from eqagen.predicates.asking import accept, ask
@@ -56,9 +57,8 @@ def _candidates(n_episodes: int, seed: int) -> pa.Table:
 
 
 def _check(table: pa.Table, min_questions: int) -> None:
-    kept, _stats = balance(
-        table, {"mode": "exact", "min_answers": 2, "max_per_answer": 4, "min_window_scenes": 40}, seed=0
-    )
+    config = BalanceConfig(mode="exact", min_answers=2, max_per_answer=4, min_window_scenes=40)
+    kept, _stats = balance(table, config, seed=0)
     assert kept.num_rows > 0
     by_question: dict[str, dict[str, set]] = {}
     for key, scene, answer in zip(*(kept.column(c).to_pylist() for c in ("balance_key", "scene_id", "answer_key"))):
