@@ -107,3 +107,22 @@ def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
             column = pa.table({name: rows[name]})
             compact = column.take(pa.array(range(column.num_rows)))  # its own buffers, nothing more
             assert len(pickle.dumps(column)) <= len(pickle.dumps(compact)) + 64, name
+
+
+def test_generate_and_the_paraphrase_command_draw_the_same_few_shot_pool(tmp_path, small_config, monkeypatch) -> None:
+    """``generate`` reads its pool from the checkpoints, ``eqagen paraphrase`` from the dataset in memory: the
+    same rows either way (bounded per query type, so a pool of the whole train split would differ)."""
+    from eqagen.paraphrase import stage as paraphrase_stage
+
+    monkeypatch.setattr(paraphrase_stage, "POOL_PER_QUERY_TYPE", 2)
+    config = small_config("generation.n_episodes=60")
+    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    ctx = pipeline.make_context(config, tmp_path)
+    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
+    files = ask.candidate_files(ctx.store, names, [])
+    kept = stream.select(stream.read_keys(files, stream.key_columns(config)), config, StageLog(), None)
+    generated = sorted(r.question_id for r in stream.example_pool(files, kept, ctx.config_hash))
+    dataset = pa.concat_tables(stream.kept_rows(files, kept, ctx.config_hash))
+    commanded = sorted(r.question_id for r in paraphrase_stage.few_shot_pool(dataset))
+    train = pc.sum(pc.equal(dataset["split"], "train")).as_py()
+    assert generated == commanded and 0 < len(generated) < train
