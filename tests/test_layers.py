@@ -31,20 +31,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("eqagen.cli",),
 )
 
-# Command-side modules still inside the library packages, and the file cycle in flows, while they are
-# moved up into eqagen.commands. Each entry is (importing module, unit it imports against the layers).
-# Remove an entry with its import; the test fails on an entry that no longer occurs.
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    ("eqagen.curation.audit_cli", "eqagen.outputs"),
-    ("eqagen.curation.audit_run", "eqagen.outputs"),
-    ("eqagen.curation.resplit", "eqagen.outputs"),
-    ("eqagen.curation.validity_audit", "eqagen.outputs"),
-    ("eqagen.paraphrase.cli", "eqagen.outputs"),
-    ("eqagen.generators.household.alfred.cli", "eqagen.outputs"),
-})  # fmt: skip
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"eqagen.flows.pipeline", "eqagen.flows.stream", "eqagen.flows.pool"}),
-})  # fmt: skip
+# Imports against the layers allowed for now, each (importing module, unit it imports against the layers),
+# and file cycles allowed for now: none (the sub-commands live in eqagen.commands; the flows take the worker
+# pool as an argument). The test fails on an entry that no longer occurs, so the lists only shrink.
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def module_files(package_dir: Path) -> dict[str, Path]:

@@ -1,7 +1,7 @@
 """Whole-root runs: expert replay and FILM mode over every trajectory of a data root, and their summaries.
 
 Both stream: one trajectory is read, run and handed on at a time; layouts are cached per floor plan.
-The ``eqagen alfred`` command writes the episodes they yield (:mod:`eqagen.generators.household.alfred.cli`).
+The ``eqagen alfred`` command writes the episodes they yield (:mod:`eqagen.commands.alfred`).
 """
 
 from __future__ import annotations
