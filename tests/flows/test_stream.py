@@ -91,17 +91,22 @@ def test_episode_statistics_streamed_by_shard_equal_the_whole_table(tmp_path, sm
     assert episode_stats(iter(shards)) == episode_stats(pa.concat_tables(shards))
 
 
-def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
-    """A chunk goes to a worker process by pickle: it must not drag the whole kept table's buffers along."""
-    import pickle
-
-    config = small_config("generation.n_episodes=60")
+def kept_keys(tmp_path, config) -> tuple[list, pa.Table, str]:
+    """A run's candidate files (its own batches, no asks), the selection's kept keys and its config hash."""
     pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
     files = ask.candidate_files(ctx.store, names, [])
     kept = stream.select(stream.read_keys(files, stream.key_columns(config)), config, StageLog(), None)
-    for rows in stream.kept_rows(files, kept, ctx.config_hash):
+    return files, kept, ctx.config_hash
+
+
+def test_kept_rows_own_their_buffers(tmp_path, small_config) -> None:
+    """A chunk goes to a worker process by pickle: it must not drag the whole kept table's buffers along."""
+    import pickle
+
+    files, kept, config_hash = kept_keys(tmp_path, small_config("generation.n_episodes=60"))
+    for rows in stream.kept_rows(files, kept, config_hash):
         assert rows.num_rows < kept.num_rows  # else the check below could not tell
         for name in ("choices", "split"):
             column = pa.table({name: rows[name]})
@@ -115,14 +120,9 @@ def test_generate_and_the_paraphrase_command_draw_the_same_few_shot_pool(tmp_pat
     from eqagen.paraphrase import stage as paraphrase_stage
 
     monkeypatch.setattr(paraphrase_stage, "POOL_PER_QUERY_TYPE", 2)
-    config = small_config("generation.n_episodes=60")
-    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
-    ctx = pipeline.make_context(config, tmp_path)
-    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
-    files = ask.candidate_files(ctx.store, names, [])
-    kept = stream.select(stream.read_keys(files, stream.key_columns(config)), config, StageLog(), None)
-    generated = sorted(r.question_id for r in stream.example_pool(files, kept, ctx.config_hash))
-    dataset = pa.concat_tables(stream.kept_rows(files, kept, ctx.config_hash))
+    files, kept, config_hash = kept_keys(tmp_path, small_config("generation.n_episodes=60"))
+    generated = sorted(r.question_id for r in stream.example_pool(files, kept, config_hash))
+    dataset = pa.concat_tables(stream.kept_rows(files, kept, config_hash))
     commanded = sorted(r.question_id for r in paraphrase_stage.few_shot_pool(dataset))
     train = pc.sum(pc.equal(dataset["split"], "train")).as_py()
     assert generated == commanded and 0 < len(generated) < train
