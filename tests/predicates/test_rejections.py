@@ -196,16 +196,17 @@ def test_a_valid_question_breaks_no_rule(kitchen):
 
 
 # -- the episode's mix and its proposals ------------------------------------------------------------------
-def accepted(ambiguous: bool) -> Accepted:
+def candidate(ambiguous: bool) -> Accepted:
+    """An accepted program, with a grounded twin (two records) or without."""
     return Accepted(Program((ON_COUNTERTOP,), LIST), [], 0 if ambiguous else None)
 
 
 def test_a_grounded_twin_past_the_target_share_is_grounded_mix():
     config = QuestionConfig(grounded_share=0.35, grounded_tolerance=0.1)
     # 2 grounded of 4 records; a twin would make 3 of 6 (50% > 45%)
-    assert mix_problem(accepted(True), config, MixState(grounded=2, records=4)) == "grounded_mix"
-    assert mix_problem(accepted(True), config, MixState(grounded=1, records=4)) is None  # 2 of 6
-    assert mix_problem(accepted(False), config, MixState(grounded=2, records=4)) is None
+    assert mix_problem(candidate(True), config, MixState(grounded=2, records=4)) == "grounded_mix"
+    assert mix_problem(candidate(True), config, MixState(grounded=1, records=4)) is None  # 2 of 6
+    assert mix_problem(candidate(False), config, MixState(grounded=2, records=4)) is None
 
 
 def proposals(ctx: EpisodeContext, n: int = 40, **index_changes) -> Counter:
