@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from eqagen.predicates import QuestionConfig, context_for
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import evaluate_raw
 from eqagen.predicates.index import SeedCells, build_index
-from eqagen.predicates.registry import ForbiddenPair
+from eqagen.predicates.registry import ForbiddenPair, selection
 from eqagen.predicates.sampler import (
     Accepted,
     Answered,
@@ -171,7 +172,7 @@ def test_a_question_breaking_one_validity_rule_is_rejected_by_that_rules_name(ki
     program = RULE_BREAKERS[reason]
     assert answers(kitchen, program)  # an answer to judge, of a size to ask about
     assert violations(kitchen, program) == [reason]
-    assert judge(kitchen, program, QuestionConfig(), kitchen.selection) == reason
+    assert judge(kitchen, program, QuestionConfig(), partial(selection, kitchen)) == reason
     assert verdict(kitchen, program) == reason
 
 
