@@ -8,7 +8,7 @@ copy, runs its tests (``pytest -x``), restores the file and reports ``killed`` (
 (every test passed: a missing test). A mutant whose function or text is not where the list says is reported
 ``moved``, naming what to update, rather than silently skipped.
 
-    python benchmarks/mutate.py                 # every mutant (about 12 minutes on a shared 2-core host)
+    python benchmarks/mutate.py                 # every mutant (6 to 12 minutes on a shared 2-core host)
     python benchmarks/mutate.py --list          # the mutants and what each plants
     python benchmarks/mutate.py balance-key-names-scene answer-key-counts-groups
     python benchmarks/mutate.py --json out.json --keep /tmp/mutants
