@@ -8,6 +8,7 @@ Prefect server behind.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -15,11 +16,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from eqagen.cli import SUBCOMMAND_MODULES, build_parser, main
+from eqagen.cli import build_parser, main
 from eqagen.outputs.manifest import read_manifest
 from tests.processes import prefect_servers
 
@@ -80,11 +82,35 @@ def test_config_errors_exit_2_naming_the_key(capsys, tmp_path) -> None:
     assert not (tmp_path / "manifest.json").exists()
 
 
-def test_other_parts_register_subcommands() -> None:
-    parser = build_parser()
-    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert {"generate", "presets"} <= set(commands)
-    assert all(isinstance(name, str) for name in SUBCOMMAND_MODULES)
+# Every command of `eqagen`, with the commands under it: a command lost (or added unsaid) fails here.
+COMMANDS = {
+    "generate": set(),
+    "presets": set(),
+    "audit": set(),
+    "export": set(),
+    "resplit": set(),
+    "paraphrase": set(),
+    "alfred": {"film", "index", "replay"},
+    "blockworld": {"inspect"},
+}
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The commands a parser dispatches to, by name (none where it takes no command)."""
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found[0].choices) if found else {}
+
+
+def test_every_command_is_registered_and_its_help_runs(capsys) -> None:
+    commands = subcommands(build_parser())
+    assert {name: set(subcommands(p)) for name, p in commands.items()} == COMMANDS
+    nested = [[name, sub] for name, subs in COMMANDS.items() for sub in sorted(subs)]
+    paths = [[], *([name] for name in COMMANDS), *nested]
+    for path in paths:
+        with pytest.raises(SystemExit) as done:
+            main([*path, "--help"])
+        usage = capsys.readouterr().out
+        assert done.value.code == 0 and usage.startswith(" ".join(["usage: eqagen", *path, ""])), (path, usage[:200])
 
 
 def test_demo_answers_recompute_from_the_shards(demo_run) -> None:
@@ -101,6 +127,47 @@ def test_demo_answers_recompute_from_the_shards(demo_run) -> None:
         else:  # a grounded question keeps the group of the instance it names
             by_predicate = {g.predicate: g for g in groups}
             assert all(by_predicate.get(g.predicate) == g for g in record.structured_answer)
+
+
+def balance_keys_of(record) -> set[str]:
+    """The balance key(s) a record's program words, recomputed from the program alone (never the scene): its
+    question text, or for a grounded record its text grounding the anchor, with a placeholder for the
+    coordinates (the filter that names the anchor found among the program's)."""
+    from eqagen.templates.records import ANCHOR_PLACEHOLDER
+    from eqagen.templates.render import program_wording, question_text
+    from eqagen.templates.words import coords
+
+    program, wording = record.program, program_wording(record.program)
+    if not record.grounded:
+        return {question_text(program, wording)}
+    anchor = record.structured_answer[0].anchor
+    grounded = (question_text(program, wording, {i: anchor}) for i in range(len(program.filters)))
+    return {text.replace(coords(anchor), ANCHOR_PLACEHOLDER) for text in grounded}
+
+
+def test_balance_keys_are_the_programs_text_in_every_scene_and_never_name_one(demo_run) -> None:
+    """On a real run's shards: each record's balance key is its program's text recomputed (so the same program
+    asked in several scenes, by the ask stage or proposed there, has one key), and no key names a scene or an
+    episode (a question naming where it was asked could never be balanced across environments)."""
+    from eqagen.outputs.readers import read_questions
+    from eqagen.predicates.asking import program_names
+    from eqagen.predicates.context import query_key
+
+    records = read_questions(demo_run)
+    places = {r.scene_id for r in records} | {r.episode_id for r in records}
+    keys, scenes = defaultdict(set), defaultdict(set)
+    for r in records:
+        assert r.balance_key in balance_keys_of(r), (r.balance_key, r.question)
+        assert not [p for p in places if p in r.balance_key], r.balance_key
+        # the program as any episode can be asked it (moments by their events' names, not one episode's indices)
+        program = (query_key(r.program.query), frozenset(program_names(r.program)), r.grounded)
+        keys[program].add(r.balance_key)
+        scenes[program].add(r.scene_id)
+    assert all(len(k) == 1 for k in keys.values()), [k for k in keys.values() if len(k) > 1][:3]
+    in_several = [p for p, s in scenes.items() if len(s) >= 2]
+    # ungrounded and grounded questions alike (balancing keeps no question whose key only one scene has, so a
+    # key naming its scene would leave none of its kind)
+    assert len(in_several) >= 20 and {p[2] for p in in_several} == {False, True}, len(in_several)
 
 
 def test_inline_runner_gives_the_same_bytes_as_prefect(demo_run, tmp_path) -> None:

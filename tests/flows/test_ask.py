@@ -1,6 +1,9 @@
-"""The ask stage's rounds on real household episodes: resumed only where a round would ask the same."""
+"""The ask stage on real episodes: questions asked only in other scenes of their partition, rounds resumed only
+where a round would ask the same, existence questions' targets alternating."""
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 
 from eqagen.config import load_config
 from eqagen.flows import ask, pipeline, stages
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.predicates.asking import several_name
 
 SMALL = ["generation.n_episodes=16", "generation.batch_size=8", "generation.max_steps=80", "runner.kind=inline"]
@@ -91,3 +95,39 @@ def test_an_existence_question_is_asked_alike_where_its_kind_was_seen_several_ti
         assert several[: 2 * n].tolist() == [True, False] * n, proposal.key
         checked += n > 0
     assert checked >= 3
+
+
+def test_questions_are_asked_only_in_other_scenes_of_their_partition(tmp_path) -> None:
+    """Every asked record is in a scene of the partition (held out or seen) of the scenes that proposed its
+    question, and never in one of those scenes: read back from each round's asked candidates."""
+    config = load_config("demo", SMALL)
+    ctx, names = batches_in(tmp_path, config)
+
+    def every_other_scene(scenes: list[str]) -> set[str]:
+        return set(sorted(scenes)[::2])
+
+    result = ask.run_ask_stage(
+        ctx.store, names, ctx.questions, config.seed, ask.AskSettings(scenes=3, rounds=2), every_other_scene,
+        lambda files, held: lambda program: True,
+    )  # fmt: skip
+    held = result.held_out_scenes
+    columns = ["balance_key", "scene_id", "grounded"]
+    proposed: dict[str, set[str]] = defaultdict(set)
+    for table in ctx.store.iter_tables(names, "questions", QUESTIONS_SCHEMA, columns):
+        for key, scene, grounded in zip(*(table[c].to_pylist() for c in columns)):
+            if not grounded:
+                proposed[key].add(scene)
+    asked = [
+        row
+        for d in result.directories
+        for n in names
+        for row in pq.read_table(d / n / f"{ask.ASKED}.parquet", columns=columns).to_pylist()
+        if not row["grounded"]
+    ]
+    one_partition = {k: s for k, s in proposed.items() if len({x in held for x in s}) == 1}
+    checked = [r for r in asked if r["balance_key"] in one_partition]
+    assert held and len(checked) >= 50, (len(held), len(checked))
+    for r in checked:
+        scenes = one_partition[r["balance_key"]]
+        assert r["scene_id"] not in scenes, r
+        assert (r["scene_id"] in held) == (next(iter(scenes)) in held), (r, sorted(scenes))

@@ -11,6 +11,17 @@ from tests.predicates.helpers import household_episodes
 
 QUERIES = ("listObjects", "count", "getState", "getProperty", "getLocation")
 FAMILIES = ("property", "location", "state", "position", "moment")
+# TAG-EQA's filter keys (docs/DESIGN.md, "Programs"), each of which household questions use
+FILTER_KEYS = {
+    "property": ("color", "material", "utility"),
+    "location": ("on", "inside", "on_same", "inside_same", "above", "under"),
+    "state": ("open", "toggled", "broken", "sliced", "filled"),
+    "position": ("front", "behind", "left", "right"),
+    "moment": ("before", "after", "right_before", "right_after", "between"),
+}
+# the query args household questions ask (utility is one per type and sliced never read: neither is asked)
+QUERY_ARGS = {("count", "objects"), ("count", "events"), ("getProperty", "color"), ("getProperty", "material")}
+QUERY_ARGS |= {("getState", s) for s in ("open", "toggled", "broken", "filled")}
 
 
 def test_mixes_on_300_household_episodes():
@@ -32,3 +43,7 @@ def test_mixes_on_300_household_episodes():
     assert 0.20 <= grounded <= 0.60, summary
     assert all(n_filters[k] > 0 for k in (1, 2, 3, 4)), summary
     assert len({r.category for r in records}) >= 5, summary
+    keys = Counter((f.family, f.key) for r in records for f in r.program.filters)
+    rare = {(f, k): keys[(f, k)] for f, ks in FILTER_KEYS.items() for k in ks if keys[(f, k)] < 10}
+    assert not rare, f"filter keys (nearly) never used: {rare}"
+    assert {(r.program.query.name, r.program.query.arg) for r in records} >= QUERY_ARGS

@@ -15,7 +15,7 @@ from eqagen.core import Episode, QARecord, derive_rng
 from eqagen.generators.base import get_backend
 from eqagen.outputs.schemas import questions_table
 from eqagen.predicates import QuestionConfig, context_for
-from eqagen.templates.answers import WHOLE_GROUP_ANSWERS, answer_text
+from eqagen.templates.answers import WHOLE_GROUP_ANSWERS, answer_text, readable_value
 from eqagen.templates.phrasing import Wording, phrasing, question_keys, question_variants
 from eqagen.templates.records import sample_questions
 from eqagen.templates.render import conjunct, filter_phrase, program_wording, question_text
@@ -130,6 +130,20 @@ def test_structured_question_and_predicates_name_things_alike(ep):
             else:  # an anchored group of an ungrounded record: the filter as its grounded twin names it
                 spec = next(f for f in r.program.filters if conjunct(f, g.anchor) == g.predicate)
                 assert conjunct(spec) in r.structured_question
+
+
+def test_answer_key_is_the_distinct_values_a_reader_must_say():
+    """The content key balancing compares: one part per distinct value of the record's answer groups, in words
+    (two anchors both answering "1" say "1" once), and equal value sets, in any scene and world family, give
+    equal keys and different ones different keys."""
+    key_of, values_of, repeated = {}, {}, 0
+    for r in many_records():
+        values = frozenset(readable_value(r.answer_type, g.value) for g in r.structured_answer)  # as the answer says
+        assert len(r.answer_key.split(" | ")) == len(values), (r.answer_key, [g.value for g in r.structured_answer])
+        assert key_of.setdefault((r.answer_type, values), r.answer_key) == r.answer_key
+        assert values_of.setdefault((r.answer_type, r.answer_key), values) == values
+        repeated += len(r.structured_answer) > len(values)
+    assert repeated >= 10, repeated  # answers whose anchor groups repeat a value, where a count would differ
 
 
 def content_key(r: QARecord) -> tuple:
