@@ -212,3 +212,10 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
     assert upward_imports(graph) == {("eqagen.core.rng", "eqagen.flows")}
     assert cycles(graph) == [frozenset({"eqagen.core", "eqagen.core.rng", "eqagen.flows.run"})]
     assert cycles(package_graph(graph)) == [frozenset({"eqagen.core", "eqagen.flows"})]
+
+
+def test_every_folder_of_modules_is_a_package_a_wheel_ships() -> None:
+    """pyproject's ``packages.find`` ships only folders with an ``__init__.py``: a folder of modules without one
+    works in an editable install and is missing from a wheel (eqagen.commands once was)."""
+    folders = {p.parent for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(str(f.relative_to(PACKAGE_DIR)) for f in folders if not (f / "__init__.py").exists()) == []
