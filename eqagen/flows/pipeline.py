@@ -182,13 +182,14 @@ def finish(
     batch_stats = ctx.store.read_stats(batch_names)
     programs = log.record(programs_report(batch_stats))
     asked = ask_everywhere(config, ctx, batch_names, executor)
-    log.record(asked.report)
+    seconds["ask"] = log.record(asked.report).seconds
     start = time.perf_counter()
     files = ask.candidate_files(ctx.store, batch_names, asked.directories)
     keys = stream.read_keys(files, stream.key_columns(config))
     seconds["read"] = time.perf_counter() - start
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
     kept = stream.select(keys, config, log, held_out)
+    seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
     del keys  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before anything is written
     start = time.perf_counter()

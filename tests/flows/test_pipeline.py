@@ -156,3 +156,13 @@ def test_batch_store_needs_the_marker(tmp_path) -> None:
     tables = {"episodes": episodes_table([ep]), "questions": questions_table(make_records(ep, derive_rng(0)))}
     store.write("batch-00000", tables, {"x": 1})
     assert store.is_done("batch-00000") and store.read_stats(["batch-00000"]) == [{"x": 1}]
+
+
+def test_the_summary_times_every_stage_of_the_run(tmp_path, small_config) -> None:
+    """bench_pipeline and the summary read each stage's seconds from here; a stage missing is counted as
+    orchestration (the ask stage once went missing so, and orchestration read 27 s of a 67 s run)."""
+    summary = pipeline.generate_inline(small_config(), tmp_path, sampler=fixture_sampler)
+    timed = {"plan", "episodes", "programs", "checkpoint", "ask", "read", "paraphrase", "write", "audit"}
+    assert set(summary.stage_seconds) == timed | {stage.name for stage in stages.SELECTION_STAGES}
+    assert all(s >= 0 for s in summary.stage_seconds.values())
+    assert summary.orchestration_seconds < summary.wall_seconds
