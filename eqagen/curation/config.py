@@ -101,12 +101,3 @@ class SplitConfig(BaseModel):
         if not self.stratify_by:
             raise ValueError("stratify_by needs at least one column")
         return self
-
-
-class CurationConfig(BaseModel):
-    """Both stages together, as the pipeline's ``curation`` section."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    balance: BalanceConfig = BalanceConfig()
-    split: SplitConfig = SplitConfig()
