@@ -55,6 +55,10 @@ def several_name(type_name: str) -> str:
 
 
 def several_names(ctx: EpisodeContext) -> set[str]:
+    """The ``several:`` names of the episode, where its world family has an existence query (only those ask
+    for them: :func:`presence_name`)."""
+    if not any(REGISTRY.query(q).asks_presence for q in ctx.support.queries):
+        return set()
     types, counts = np.unique(ctx.types[ctx.observed], return_counts=True)
     return {several_name(t) for t in types[counts >= 2].tolist()}
 

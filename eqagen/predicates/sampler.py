@@ -286,9 +286,8 @@ def choose_subject(index: EpisodeIndex, q: QuerySpec, seed: int, n: int, config:
     """The seed entity's type, or None ("objects") for listObjects, for existence queries (the kind they ask
     about is what they look for among the objects: with it as subject, no place could answer ``no``), for a
     share of questions, and for many filters (which need more entities to narrow)."""
-    if q.name == "listObjects" or REGISTRY.query(q.name).asks_presence or n >= 3:
-        return None
-    if rng.random() < config.any_subject_share:
+    presence = REGISTRY.query(q.name).asks_presence
+    if q.name == "listObjects" or presence or n >= 3 or rng.random() < config.any_subject_share:
         return None
     return str(index.ctx.types[index.ctx.cell_e[seed]])
 

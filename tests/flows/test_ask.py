@@ -131,3 +131,14 @@ def test_questions_are_asked_only_in_other_scenes_of_their_partition(tmp_path) -
         scenes = one_partition[r["balance_key"]]
         assert r["scene_id"] not in scenes, r
         assert (r["scene_id"] in held) == (next(iter(scenes)) in held), (r, sorted(scenes))
+
+
+def test_only_a_world_with_existence_questions_names_what_its_episodes_saw_several_of(tmp_path) -> None:
+    """``several:`` names serve existence questions alone: household episodes (no such query) have none,
+    navigation episodes have them for the types seen twice or more."""
+    for preset, expected in (("demo", False), ("openeqa-hm3d", True)):
+        config = load_config(preset, [*SMALL, "generation.n_episodes=8"])
+        ctx, names = batches_in(tmp_path / preset, config)
+        vocab = ask.read_vocabulary(ctx.store, names, lambda scenes: set())
+        has_several = any(n.startswith("several:") for episode in vocab.names for n in episode)
+        assert has_several is expected, preset
