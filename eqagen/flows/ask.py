@@ -252,10 +252,6 @@ class AskResult:
     held_out_scenes: set[str]
     report: StageReport  # asks in, records out, rejections by reason
 
-    @property
-    def stats(self) -> dict[str, Any]:
-        return self.report.stats
-
 
 # Given the candidate files so far and the held-out scenes, which programs are still wanted: asked again in
 # the next round.

@@ -59,8 +59,8 @@ def test_a_round_is_reused_only_where_it_asks_the_same_questions(tmp_path) -> No
     fresh = run(fresh_ctx, fresh_names, everything)
     assert len(asked_ids(first, names)[1]) < len(asked_ids(fresh, fresh_names)[1])  # the rounds differ
     assert asked_ids(again, names) == asked_ids(fresh, fresh_names)
-    assert again.stats["rounds"] == [
-        {**r, "seconds": a["seconds"]} for r, a in zip(fresh.stats["rounds"], again.stats["rounds"])
+    assert again.report.stats["rounds"] == [
+        {**r, "seconds": a["seconds"]} for r, a in zip(fresh.report.stats["rounds"], again.report.stats["rounds"])
     ]
 
 
