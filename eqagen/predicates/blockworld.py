@@ -29,7 +29,7 @@ import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
+from eqagen.predicates.queries import join_values, register_existence_query, seen_entities
 from eqagen.predicates.registry import Anchored, Outcome, forbid_pair, register_filter, register_query
 from eqagen.predicates.worlds import declare_world_family
 
@@ -113,18 +113,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     return [QuerySpec("existsKind", k) for k in vocab if CATEGORY_OF.get(k) in seen_categories]
 
 
-@register_query(
-    "existsKind",
-    args=exists_args,
-    applies=lambda ctx, q: _category_mask(ctx, CATEGORY_OF.get(q.arg, "")),
-    answer_type="yes/no",
-    asks_presence=True,
-    seeds=exists_seeds,
-    categories=("object recognition", "existence"),
-)
-def exists_kind(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """``yes`` with the entities of the asked kind in the selection, else ``no`` with what it holds."""
-    return exists_outcome(ctx, query, mask)
+register_existence_query("existsKind", exists_args, lambda ctx, q: _category_mask(ctx, CATEGORY_OF.get(q.arg, "")))
 
 
 def _has_material(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:

@@ -32,7 +32,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.generators.navigation.palette import COLORS
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.queries import exists_outcome, exists_seeds, join_values, seen_entities
+from eqagen.predicates.queries import join_values, register_existence_query, seen_entities
 from eqagen.predicates.registry import Anchored, Outcome, forbid_pair, register_filter, register_query
 from eqagen.predicates.worlds import declare_world_family
 
@@ -115,18 +115,7 @@ def exists_args(ctx: EpisodeContext) -> list[QuerySpec]:
     return [QuerySpec("existsObject", k) for k in vocab if k in seen]
 
 
-@register_query(
-    "existsObject",
-    args=exists_args,
-    applies=lambda ctx, q: is_object(ctx),
-    answer_type="yes/no",
-    asks_presence=True,
-    seeds=exists_seeds,
-    categories=("object recognition", "existence"),
-)
-def exists_object(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
-    """``yes`` with the objects of the asked kind in the selection, else ``no`` with what it holds."""
-    return exists_outcome(ctx, query, mask)
+register_existence_query("existsObject", exists_args, lambda ctx, q: is_object(ctx))
 
 
 def _has_room(ctx: EpisodeContext, _q: QuerySpec) -> np.ndarray:

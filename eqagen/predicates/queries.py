@@ -14,7 +14,7 @@ import numpy as np
 from eqagen.core import QuerySpec
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import state_capable
-from eqagen.predicates.registry import Outcome, register_query
+from eqagen.predicates.registry import AppliesFn, Outcome, QueryArgsFn, register_query
 
 STATE_WORDS = {
     "open": ("open", "closed"),
@@ -51,6 +51,22 @@ def exists_seeds(ctx: EpisodeContext, query: QuerySpec) -> np.ndarray:
     """Where an existence question is built around: a sighting of the kind it asks about, so that its filters
     describe where such a thing was (the question then asks, in every house, whether one is there)."""
     return ctx.data & (ctx.types == query.arg)[None, :]
+
+
+def register_existence_query(name: str, args: QueryArgsFn, applies: AppliesFn) -> None:
+    """A world family's existence query (``name``: "are there pigs in the southwest?"; ``args``: the kinds it
+    may ask about; ``applies``: the entities among which it looks): answered by :func:`exists_outcome`, built
+    around a sighting of its kind (:func:`exists_seeds`), and asked by the ask stage where the kind was seen
+    and where it was not (``asks_presence``)."""
+    register_query(
+        name,
+        args=args,
+        applies=applies,
+        answer_type="yes/no",
+        asks_presence=True,
+        seeds=exists_seeds,
+        categories=("object recognition", "existence"),
+    )(exists_outcome)
 
 
 def last_step(mask: np.ndarray, entities: np.ndarray) -> np.ndarray:
