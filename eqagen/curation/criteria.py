@@ -280,20 +280,77 @@ def paraphrased_texts(questions: pa.Table) -> list[str]:
     return [p or t for p, t in zip(paraphrases, templates)]
 
 
-def per_query_type_answers(
-    texts: Sequence[str], contents: Sequence[str], choices: Sequence[Sequence[str]], query_types: Sequence[str],
-    train: np.ndarray, test: np.ndarray,
-) -> list[str]:  # fmt: skip
-    """The text model fitted per query type: the question's words tell its query type anyway, and the
-    separate fits are several times cheaper than one over every content."""
-    answers: list[str] = [""] * len(test)
-    for query in sorted({query_types[i] for i in test}):
-        rows = [r for r, i in enumerate(test) if query_types[i] == query]
-        fit_on = np.array([i for i in train if query_types[i] == query], dtype=np.int64)
-        picked = text_model_answers(texts, contents, [choices[r] for r in rows], fit_on, test[rows])
-        for r, answer in zip(rows, picked):
-            answers[r] = answer
-    return answers
+def template_texts(questions: pa.Table) -> list[str]:
+    return questions["question"].to_pylist()
+
+
+# The blind text models: each reads one text of every record.
+TEXT_MODELS: dict[str, Callable[[pa.Table], list[str]]] = {
+    "tfidf_question": template_texts,
+    "tfidf_paraphrase": paraphrased_texts,
+}
+# A text model's answers to one query type's test records (in test order), by (model, query type).
+TextAnswers = Mapping[tuple[str, str], list[str]]
+
+
+@dataclass(frozen=True)
+class BlindSetup:
+    """What every blind model shares: the train and test records (row indices, in question-id order, so any
+    row order gives the same fits), each record's balance key, content and query type, and per test record
+    its choices (the distinct contents of its group), its chance (1/choices) and its true content."""
+
+    train: np.ndarray
+    test: np.ndarray
+    keys: list[str]
+    contents: Sequence[str]
+    query_types: list[str]
+    choices: list[list[str]]
+    chance: np.ndarray
+    truth: list[str]
+
+    @property
+    def test_types(self) -> list[str]:
+        return [self.query_types[i] for i in self.test]
+
+    def test_rows_of(self, query: str) -> list[int]:
+        """Positions in ``test`` of the records of one query type."""
+        return [r for r, i in enumerate(self.test) if self.query_types[i] == query]
+
+
+def blind_setup(questions: pa.Table, contents: Sequence[str]) -> BlindSetup:
+    order = np.argsort(np.array(questions["question_id"].to_pylist(), dtype=object), kind="stable")
+    splits = np.array(questions["split"].to_pylist(), dtype=object)[order]
+    train, test = order[splits == "train"], order[splits == "test"]
+    keys = questions["balance_key"].to_pylist()
+    options = group_contents(keys, contents)
+    choices = [options[keys[i]] for i in test]
+    chance = np.array([1.0 / len(c) for c in choices])
+    query_types = questions["query_type"].to_pylist()
+    return BlindSetup(train, test, keys, contents, query_types, choices, chance, [contents[i] for i in test])
+
+
+def text_model_query_answers(questions: pa.Table, setup: BlindSetup, model: str, query: str) -> list[str]:
+    """One text model fitted on one query type's train records and asked its test records: the question's
+    words tell its query type anyway, and the separate fits are several times cheaper than one over every
+    content (and can run side by side)."""
+    rows = setup.test_rows_of(query)
+    fit_on = np.array([i for i in setup.train if setup.query_types[i] == query], dtype=np.int64)
+    texts = TEXT_MODELS[model](questions)
+    return text_model_answers(texts, setup.contents, [setup.choices[r] for r in rows], fit_on, setup.test[rows])
+
+
+def blind_queries(setup: BlindSetup) -> list[str]:
+    """The query types of the test records: one text-model fit each."""
+    return sorted(set(setup.test_types))
+
+
+def text_model_all_answers(setup: BlindSetup, model: str, answers: TextAnswers) -> list[str]:
+    """A text model's answer to every test record, from its answers per query type."""
+    out: list[str] = [""] * len(setup.test)
+    for query in blind_queries(setup):
+        for r, answer in zip(setup.test_rows_of(query), answers[model, query]):
+            out[r] = answer
+    return out
 
 
 def accuracy_against_chance(
@@ -316,32 +373,27 @@ def accuracy_against_chance(
     return {"overall": judged(np.ones(len(hits), bool), True), "per_query_type": per_type}
 
 
-def blind_baselines(questions: pa.Table, contents: Sequence[str] | None = None) -> Criterion:
+def blind_baselines(
+    questions: pa.Table, contents: Sequence[str] | None = None, text_answers: TextAnswers | None = None
+) -> Criterion:
     """Blind models on test against chance (the mean over test records of 1/k, k: the distinct contents of
     the record's balance group): the majority content per question, and the TF-IDF text model on the
-    template and on the paraphrased text."""
+    template and on the paraphrased text. ``text_answers``: the text models' answers where they were fitted
+    elsewhere (:func:`text_model_query_answers`, one unit per model and query type); fitted here if None."""
     name, target = "blind_baselines", f"|accuracy - chance| <= {BLIND_TOLERANCE} overall and per query type"
     contents = answer_contents(questions) if contents is None else contents
-    order = np.argsort(np.array(questions["question_id"].to_pylist(), dtype=object), kind="stable")
-    splits = np.array(questions["split"].to_pylist(), dtype=object)[order]
-    train, test = order[splits == "train"], order[splits == "test"]  # by question id: any row order, one fit
-    if len(test) == 0:
+    setup = blind_setup(questions, contents)
+    if len(setup.test) == 0:
         return not_applicable(name, target, "no test records")
-    keys, query_types = questions["balance_key"].to_pylist(), questions["query_type"].to_pylist()
-    options = group_contents(keys, contents)
-    choices = [options[keys[i]] for i in test]
-    chance = np.array([1.0 / len(c) for c in choices])
-    truth, test_types = [contents[i] for i in test], [query_types[i] for i in test]
+    if text_answers is None:
+        queries = blind_queries(setup)
+        text_answers = {(m, q): text_model_query_answers(questions, setup, m, q) for m in TEXT_MODELS for q in queries}
     models = {
-        "majority": majority_answers(keys, contents, test),
-        "tfidf_question": per_query_type_answers(
-            questions["question"].to_pylist(), contents, choices, query_types, train, test
-        ),
-        "tfidf_paraphrase": per_query_type_answers(
-            paraphrased_texts(questions), contents, choices, query_types, train, test
-        ),
+        "majority": majority_answers(setup.keys, contents, setup.test),
+        **{m: text_model_all_answers(setup, m, text_answers) for m in TEXT_MODELS},
     }
-    measured = {m: accuracy_against_chance(a, truth, chance, test_types) for m, a in models.items()}
+    chance = setup.chance
+    measured = {m: accuracy_against_chance(a, setup.truth, chance, setup.test_types) for m, a in models.items()}
     missed = [
         f"{m} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f} ({r['n']} records, SE {r['se']:.3f})"
         for m, result in measured.items()
@@ -354,8 +406,11 @@ def blind_baselines(questions: pa.Table, contents: Sequence[str] | None = None) 
 
 
 # -- all of them -----------------------------------------------------------------------------------------
-def method_criteria(questions: pa.Table, config: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}``."""
+def method_criteria(
+    questions: pa.Table, config: Mapping[str, Any] | None = None, text_answers: TextAnswers | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}`` (``text_answers``:
+    the blind text models' answers where they were fitted elsewhere)."""
     missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c != "paraphrase"]
     if missing:
         raise DataFileError("questions table", missing[0], "missing: the method criteria need it", REGENERATE)
@@ -365,6 +420,6 @@ def method_criteria(questions: pa.Table, config: Mapping[str, Any] | None = None
         unseen_share(questions, targets),
         content_balance(questions, contents),
         mix(questions, targets),
-        blind_baselines(questions, contents),
+        blind_baselines(questions, contents, text_answers),
     ]
     return {r.name: {k: v for k, v in asdict(r).items() if k != "name"} for r in results}

@@ -1,38 +1,122 @@
 """The audit files every writer of a dataset directory leaves: ``stats.json``, the card, the report.
 
 ``eqagen generate``, ``eqagen resplit`` and ``eqagen paraphrase`` all end here, so the three files are
-always made the same way from the tables just written.
+always made the same way from the shards just written. What is per shard (counts, sums, word counts, the
+episodes' numbers) comes as one partial per shard (:mod:`eqagen.curation.audit`): made where the shard was
+written (a ``generate`` run's shard units, on its workers) or here from the staged file, then merged. What
+needs every row runs as units of its own when an executor is given, side by side: the blind text models
+(one per model and query type) and the report's plots; the rest of the criteria are computed here
+meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from eqagen.curation.audit import build_stats
+from eqagen.curation.audit import (
+    EPISODE_COLUMNS,
+    QUESTION_COLUMNS,
+    EpisodeParts,
+    QuestionPartial,
+    episode_partial,
+    episode_stats_from,
+    merge_episodes,
+    merge_questions,
+    question_partial,
+    question_stats_from,
+)
+from eqagen.curation.criteria import (
+    CRITERIA_COLUMNS,
+    TEXT_MODELS,
+    answer_contents,
+    blind_setup,
+    method_criteria,
+    text_model_query_answers,
+)
 from eqagen.outputs.card import render_card, write_card
+from eqagen.outputs.dataset import read_shard
 from eqagen.outputs.manifest import write_json_atomic
-from eqagen.outputs.report import write_report
+from eqagen.outputs.report import report_plots, write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+from eqagen.outputs.shards import ShardInfo
+
+ShardPartial = QuestionPartial | EpisodeParts
+
+
+def shard_partial(path: Path, table: str) -> ShardPartial:
+    """The partial statistics of one staged shard of ``table`` (questions or episodes), read back."""
+    if table == "questions":
+        return question_partial(read_shard(path, QUESTION_COLUMNS))
+    return episode_partial(read_shard(path, EPISODE_COLUMNS))
+
+
+def table_of(info: ShardInfo) -> str:
+    return info.path.split("/")[0]
+
+
+def read_questions(paths: list[Path], columns: tuple[str, ...]) -> pa.Table:
+    return pa.concat_tables([read_shard(p, columns) for p in paths])
+
+
+def fit_blind_text_model(paths: list[Path], model: str, query: str) -> list[str]:
+    """One blind text model fitted on one query type (a unit: it reads the staged question shards itself)."""
+    questions = read_questions(paths, CRITERIA_COLUMNS)
+    setup = blind_setup(questions, answer_contents(questions))
+    return text_model_query_answers(questions, setup, model, query)
+
+
+class Results(Mapping):
+    """Futures' results by key, each waited for only when it is read."""
+
+    def __init__(self, futures: dict[Any, Future]):
+        self.futures = futures
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.futures[key].result()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.futures)
+
+    def __len__(self) -> int:
+        return len(self.futures)
 
 
 def write_audit_files(
     out_dir: Path,
-    questions: pa.Table,
-    episodes: pa.Table | Iterable[pa.Table],
+    shards: list[ShardInfo],
     funnel: dict[str, Any],
     stage_stats: dict[str, Any],
     manifest: dict[str, Any],
     report: bool = True,
+    partials: Mapping[str, ShardPartial] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html; returns the
-    statistics written."""
-    stats = build_stats(questions, episodes, funnel, stage_stats, manifest.get("config"))
-    write_json_atomic(stats, Path(out_dir) / "stats.json")
-    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), Path(out_dir))
+    """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html for the
+    ``shards`` staged in ``out_dir``; returns the statistics written. ``partials``: shards' partial statistics
+    by path, where their writer made them (the others are read back here)."""
+    out_dir, partials = Path(out_dir), partials or {}
+    ordered = sorted(shards, key=lambda s: s.path)  # path order: as a reader of the dataset meets them
+    parts = [partials[s.path] if s.path in partials else shard_partial(out_dir / s.path, table_of(s)) for s in ordered]
+    questions = merge_questions(p for p in parts if isinstance(p, QuestionPartial))
+    episodes = merge_episodes(p for p in parts if isinstance(p, EpisodeParts))
+    dataset = {"questions": question_stats_from(questions), "episodes": episode_stats_from(episodes)}
+    stats = {"funnel": funnel, "stages": stage_stats or {}, "dataset": dataset}
+    plots = executor.submit(report_plots, stats) if report and executor is not None else None
+    paths = [out_dir / s.path for s in ordered if table_of(s) == "questions"]
+    text_answers = None
+    if executor is not None:
+        queries = sorted(questions.split_queries.get("test", {}))
+        futures = {(m, q): executor.submit(fit_blind_text_model, paths, m, q) for m in TEXT_MODELS for q in queries}
+        text_answers = Results(futures)
+    criteria = method_criteria(read_questions(paths, CRITERIA_COLUMNS), manifest.get("config"), text_answers)
+    stats = {**stats, "dataset": {**dataset, "criteria": criteria}}
+    write_json_atomic(stats, out_dir / "stats.json")
+    write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
     if report:
-        write_report(stats, Path(out_dir) / "report.html")
+        write_report(stats, out_dir / "report.html", plots.result() if plots else None)
     return stats

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,8 @@ import pyarrow.compute as pc
 
 from eqagen.core import SPLITS, DataFileError
 from eqagen.core.stages import StageLog
-from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS
 from eqagen.outputs.atomic import atomic_path, fsync_dir
-from eqagen.outputs.audit_files import write_audit_files
+from eqagen.outputs.audit_files import ShardPartial, write_audit_files
 from eqagen.outputs.dataset import TABLES, load_dataset_folder, read_shard
 from eqagen.outputs.manifest import (
     DATASET_FILES,
@@ -169,6 +169,8 @@ class DatasetWriter:
         self.questions: dict[str, ShardWriter] = {}
         self.episodes = ShardWriter(self.staging, "episodes", "episodes", rows_per_shard, EPISODES_SCHEMA)
         self.copied: list[ShardInfo] = []
+        self.staged: list[ShardInfo] = []  # shards written into staging by others (:meth:`add_staged`)
+        self.partials: dict[str, ShardPartial] = {}  # their partial statistics, by path
         self.shards: list[ShardInfo] = []  # every shard, once closed
 
     def add_questions(self, table: pa.Table) -> None:
@@ -189,12 +191,19 @@ class DatasetWriter:
                 shutil.copyfile(path, tmp)
             self.copied.append(ShardInfo(rel, info.rows, info.sha256, info.bytes))
 
+    def add_staged(self, info: ShardInfo, partial: ShardPartial) -> None:
+        """A shard that a unit wrote into :attr:`staging` under its final name, with its partial statistics
+        (``generate`` plans every shard up front and writes each on a worker)."""
+        self.staged.append(info)
+        self.partials[info.path] = partial
+
     def close(self) -> list[ShardInfo]:
         """Every shard written, with its final name; call once, before the audit files and the manifest."""
-        if not self.questions:
+        staged = {table: [s for s in self.staged if s.path.split("/")[0] == table] for table in TABLES}
+        if not self.questions and not staged["questions"]:
             self.add_questions(QUESTIONS_SCHEMA.empty_table())
-        shards = [info for writer in self.questions.values() for info in writer.close()]
-        self.shards = shards + (self.copied or self.episodes.close())
+        shards = [info for writer in self.questions.values() for info in writer.close()] + staged["questions"]
+        self.shards = shards + (self.copied or staged["episodes"] or self.episodes.close())
         return self.shards
 
     def iter_tables(self, table: str, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
@@ -203,15 +212,18 @@ class DatasetWriter:
             if info.path.split("/")[0] == table:
                 yield read_shard(self.staging / info.path, columns)
 
-    def seal(self, identity: DatasetIdentity, log: StageLog, report: bool = True) -> tuple[dict[str, Any], dict]:
+    def seal(
+        self, identity: DatasetIdentity, log: StageLog, report: bool = True, executor: Executor | None = None
+    ) -> tuple[dict[str, Any], dict]:
         """Close the shards, then write the manifest, ``stats.json`` (``log``'s funnel and stage statistics,
-        the rest recomputed from the staged shards), the card and (``report``) the report, and swap the
-        dataset in; returns the manifest and the statistics."""
+        the rest from the staged shards: :func:`~eqagen.outputs.audit_files.write_audit_files`, its units on
+        ``executor`` when given), the card and (``report``) the report, and swap the dataset in; returns the
+        manifest and the statistics."""
         files = DATASET_FILES if report else ("README.md", "stats.json")
         manifest = identity.manifest(self.close(), files)
-        questions = pa.concat_tables(list(self.iter_tables("questions", QUESTION_COLUMNS)))
-        episodes = self.iter_tables("episodes", EPISODE_COLUMNS)
-        stats = write_audit_files(self.staging, questions, episodes, log.funnel, log.stages, manifest, report)
+        stats = write_audit_files(
+            self.staging, self.shards, log.funnel, log.stages, manifest, report, self.partials, executor
+        )
         self.commit(manifest)
         return manifest, stats
 

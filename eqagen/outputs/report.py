@@ -102,7 +102,12 @@ def criteria_view(criteria: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
     return [{"name": name, **c, "rows": measured_rows(c.get("measured", {}))} for name, c in criteria.items()]
 
 
-def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit") -> str:
+Plots = list[tuple[str, str]]  # (title, PNG data URI), in the page's order
+
+
+def report_plots(stats: Mapping[str, Any]) -> Plots:
+    """The page's plots: from the funnel and the question statistics, not the criteria (so they can be drawn
+    while the criteria are computed)."""
     q = stats["dataset"]["questions"]
     d = q["distributions"]
     plots = [
@@ -124,10 +129,16 @@ def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit")
         plots.insert(0, ("Funnel", funnel_plot(stats["funnel"])))
     if q.get("per_split_query_type"):
         plots.append(("Splits", split_plot(q["per_split_query_type"])))
+    return plots
+
+
+def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit", plots: Plots | None = None) -> str:
+    """The page (``plots``: :func:`report_plots` of the same statistics, where they were drawn already)."""
+    plots = report_plots(stats) if plots is None else plots
     criteria = criteria_view(stats["dataset"].get("criteria", {}))
     return _TEMPLATES.get_template("report.html.j2").render(title=title, stats=stats, plots=plots, criteria=criteria)
 
 
-def write_report(stats: Mapping[str, Any], path: Path) -> Path:
-    write_text_atomic(Path(path), render_report(stats))
+def write_report(stats: Mapping[str, Any], path: Path, plots: Plots | None = None) -> Path:
+    write_text_atomic(Path(path), render_report(stats, plots=plots))
     return path
