@@ -161,7 +161,7 @@ def ask_everywhere(
         return held_out_scenes(scenes, share, config.seed)
 
     def wanted(files: list[Path], held: set[str]) -> Callable[[Program], bool]:
-        return stream.still_wanted(files, config, held if partition else None)
+        return stream.still_wanted(files, config, held if partition else None, executor)
 
     settings = ask.AskSettings(config.balance.ask_scenes, config.balance.ask_rounds)
     return ask.run_ask_stage(ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor)
@@ -175,8 +175,11 @@ def finish(
     executor: Executor | None = None,
 ) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
-    streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset. The
-    ask and paraphrase stages run on ``executor`` when given (the run's warm workers, idle by now). Each
+    streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset. Its
+    units run on ``executor`` when given (the run's warm workers, idle by now; in this process if None):
+    the asks, the reading of the candidates' keys, every shard (read, paraphrased, written, its audit
+    statistics made) and the audit's blind models and plots. What stays here is what needs every candidate
+    at once, on the key table: balance, compose, split, and the merge of the units' small results. Each
     stage's report goes to the run's :class:`StageLog`, which stats.json records as it is."""
     seconds, log = summary.stage_seconds, StageLog()
     batch_stats = ctx.store.read_stats(batch_names)
@@ -185,7 +188,7 @@ def finish(
     seconds["ask"] = log.record(asked.report).seconds
     start = time.perf_counter()
     files = ask.candidate_files(ctx.store, batch_names, asked.directories)
-    keys = stream.read_keys(files, stream.key_columns(config))
+    keys = stream.read_keys(files, stream.key_columns(config), executor)
     seconds["read"] = time.perf_counter() - start
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
     kept = stream.select(keys, config, log, held_out)
@@ -194,15 +197,13 @@ def finish(
     require_questions(kept.num_rows, programs.rows_out)  # before anything is written
     start = time.perf_counter()
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
-    seconds["paraphrase"] = log.record(
-        stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
-    ).seconds
-    stream.write_episodes(ctx.store, batch_names, writer)
+    written = stream.write_shards(files, kept, config, ctx.config_hash, ctx.store, batch_names, writer, executor)
+    seconds["paraphrase"] = log.record(written).seconds
     seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     start = time.perf_counter()
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
-    manifest, stats = writer.seal(identity, log)
+    manifest, stats = writer.seal(identity, log, executor=executor)
     seconds["audit"] = time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],

@@ -17,7 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,14 +29,18 @@ import pyarrow.parquet as pq
 from eqagen.config import PipelineConfig
 from eqagen.core import Program, QARecord
 from eqagen.core.stages import StageLog, StageReport
+from eqagen.curation.audit import EpisodeParts, QuestionPartial, episode_partial, question_partial
 from eqagen.curation.columns import joined_list_column
 from eqagen.curation.compose import scarce_kinds
 from eqagen.curation.partition import HELD_OUT, held_out_column
 from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore
-from eqagen.outputs.folder import DatasetWriter
+from eqagen.outputs.folder import DatasetWriter, split_names
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
-from eqagen.paraphrase.stage import ChunkedParaphrase, in_pool, uses_llm
+from eqagen.outputs.shards import ShardInfo, shard_name, write_shard
+from eqagen.outputs.units import map_units, submit
+from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.stage import ChunkedParaphrase, in_pool, paraphrase_offline, uses_llm
 from eqagen.paraphrase.tables import records_from_table
 
 # Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
@@ -66,20 +72,15 @@ def filter_families(program: pa.ChunkedArray) -> pa.Array:
 
 
 class KeyDictionaries:
-    """Dictionary-encodes the key table's text columns as batches are read, with one dictionary per
-    column across all batches: a row then costs four bytes per text column instead of its strings
-    (balance keys are about 75 bytes), and the curation stages encode it without decoding. A list
-    column (the filter families) becomes its joined signature, which is all the split's strata use."""
+    """Merges the files' dictionary-encoded key columns into one dictionary per column across all files: a
+    row then costs four bytes per text column instead of its strings (balance keys are about 75 bytes), and
+    the curation stages encode it without decoding."""
 
     def __init__(self) -> None:
         self.values: dict[str, dict[str, int]] = {}
         self.indices: dict[str, list[np.ndarray]] = {}
 
-    def add(self, name: str, column: pa.ChunkedArray) -> None:
-        array = column.combine_chunks()
-        if is_list(array.type):
-            array = joined_list_column(array)
-        local = pc.dictionary_encode(array)
+    def add(self, name: str, local: pa.DictionaryArray) -> None:
         known = self.values.setdefault(name, {})
         to_global = np.fromiter((known.setdefault(v, len(known)) for v in local.dictionary.to_pylist()), np.int32)
         indices = local.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
@@ -99,30 +100,41 @@ def is_text(field: pa.Field) -> bool:
     return pa.types.is_string(field.type) or is_list(field.type)
 
 
-def read_candidate_keys(files: list[Path], columns: list[str]) -> Iterator[pa.Table]:
-    """Each file's key columns (the derived ones computed from ``program``)."""
+def encoded_columns(columns: list[str]) -> list[str]:
+    """The key columns kept dictionary-encoded: the text ones but the (unique) question id."""
+    return [c for c in columns if c == FILTER_FAMILIES or (c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c)))]
+
+
+def read_file_keys(path: Path, columns: list[str]) -> pa.Table:
+    """One candidate file's key columns (a unit): the derived ones computed from ``program``, the text ones
+    dictionary-encoded with the file's own dictionary (a list column, the filter families, as its joined
+    signature, which is all the split's strata use)."""
     stored = [c for c in columns if c != FILTER_FAMILIES]
-    for path in files:
-        table = pq.read_table(path, schema=QUESTIONS_SCHEMA, columns=[*stored, "program"])
-        if FILTER_FAMILIES in columns:
-            table = table.append_column(FILTER_FAMILIES, filter_families(table["program"]))
-        yield table.drop_columns(["program"]) if "program" not in columns else table
+    table = pq.read_table(path, schema=QUESTIONS_SCHEMA, columns=[*stored, "program"])
+    if FILTER_FAMILIES in columns:
+        table = table.append_column(FILTER_FAMILIES, filter_families(table["program"]))
+    data = {}
+    for name in columns:
+        array = table[name].combine_chunks()
+        if name in encoded_columns(columns):
+            array = pc.dictionary_encode(joined_list_column(array) if is_list(array.type) else array)
+        data[name] = array
+    return pa.table(data)
 
 
-def read_keys(files: list[Path], columns: list[str]) -> pa.Table:
-    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row;
-    text columns other than the (unique) question id dictionary-encoded across files."""
-    encoded = [
-        c for c in columns if c == FILTER_FAMILIES or (c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c)))
-    ]
+def read_keys(files: list[Path], columns: list[str], executor: Executor | None = None) -> pa.Table:
+    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row: each
+    file read by a unit (on ``executor`` when given), the text columns' dictionaries merged here into one
+    per column."""
+    encoded = encoded_columns(columns)
     dictionaries = KeyDictionaries()
-    plain: dict[str, list[pa.ChunkedArray]] = {c: [] for c in columns if c not in encoded}
+    plain: dict[str, list[pa.Array]] = {c: [] for c in columns if c not in encoded}
     batch, row = [], []
-    for index, table in enumerate(read_candidate_keys(files, columns)):
+    for index, table in enumerate(map_units(executor, read_file_keys, files, [columns] * len(files))):
         for name in encoded:
-            dictionaries.add(name, table[name])
+            dictionaries.add(name, table[name].combine_chunks())
         for name in plain:
-            plain[name].append(table[name])
+            plain[name].extend(table[name].chunks)
         batch.append(np.full(table.num_rows, index, np.int32))
         row.append(np.arange(table.num_rows, dtype=np.int32))
     data = {}
@@ -130,8 +142,7 @@ def read_keys(files: list[Path], columns: list[str]) -> pa.Table:
         if name in encoded:
             data[name] = dictionaries.column(name)
         else:
-            chunks_ = [c for part in plain[name] for c in part.chunks]
-            data[name] = pa.chunked_array(chunks_, QUESTIONS_SCHEMA.field(name).type)
+            data[name] = pa.chunked_array(plain[name], QUESTIONS_SCHEMA.field(name).type)
     data[BATCH] = pa.array(np.concatenate(batch or [np.zeros(0, np.int32)]), pa.int32())
     data[ROW] = pa.array(np.concatenate(row or [np.zeros(0, np.int32)]), pa.int32())
     return pa.table(data)
@@ -142,10 +153,13 @@ def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
     return keys if held_out is None else keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
 
 
-def still_wanted(files: list[Path], config: PipelineConfig, held_out: set[str] | None) -> Callable[[Program], bool]:
+def still_wanted(
+    files: list[Path], config: PipelineConfig, held_out: set[str] | None, executor: Executor | None = None
+) -> Callable[[Program], bool]:
     """Which programs another round of asking should ask: those of a query type or filter family the
-    balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
-    keys = with_held_out(read_keys(files, key_columns(config)), held_out)
+    balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`); the files are
+    read on ``executor`` when given."""
+    keys = with_held_out(read_keys(files, key_columns(config), executor), held_out)
     balanced, _ = stages.BALANCE.run(keys, config.balance, config.seed)
     queries, families = scarce_kinds(balanced, stages.compose_section(config))
 
@@ -210,31 +224,128 @@ def example_pool(files: list[Path], kept: pa.Table, config_hash: str) -> list[QA
     return records_from_table(pa.concat_tables(rows)) if rows else []
 
 
-def write_questions(
+@dataclass(frozen=True)
+class QuestionShard:
+    """One questions shard, planned before any is written: its final path and its rows (per row: ``BATCH``,
+    an index into ``files``, the candidate files it reads; ``ROW``; ``choices`` and ``split``), in batch
+    order. Small: a few kept keys, with buffers of their own (so pickling it ships no other shard's rows)."""
+
+    path: str
+    files: tuple[Path, ...]
+    rows: pa.Table
+
+
+def plan_question_shards(files: list[Path], kept: pa.Table, rows_per_shard: int) -> list[QuestionShard]:
+    """The kept questions per split (:func:`~eqagen.outputs.folder.split_names`, each in batch order) cut into
+    shards of ``rows_per_shard`` rows, named ``questions/<split>-NNNNN-of-MMMMM.parquet``; an empty split
+    gets one empty shard."""
+    keys = kept.select([BATCH, ROW, "choices", "split"])
+    split = np.asarray(keys["split"].cast(pa.string()).to_pylist(), dtype=object)
+    shards = []
+    for name in split_names(set(split.tolist())):
+        where = np.flatnonzero(split == name)
+        total = max(1, -(-where.size // rows_per_shard))
+        for index in range(total):
+            rows = keys.take(pa.array(where[index * rows_per_shard : (index + 1) * rows_per_shard], pa.int64()))
+            used, local = np.unique(rows[BATCH].to_numpy(), return_inverse=True)  # the files it reads, renumbered
+            rows = rows.set_column(0, BATCH, pa.array(local.astype(np.int32), pa.int32()))
+            path = f"questions/{shard_name(name, index, total)}"
+            shards.append(QuestionShard(path, tuple(files[int(b)] for b in used), rows))
+    return shards
+
+
+def shard_rows(shard: QuestionShard, config_hash: str) -> pa.Table:
+    """A shard's full rows, read from its candidate files, with ``choices``, ``split`` and the config hash."""
+    tables = list(kept_rows(list(shard.files), shard.rows, config_hash))
+    return pa.concat_tables(tables) if tables else QUESTIONS_SCHEMA.empty_table()
+
+
+def write_question_shard(
+    shard: QuestionShard, staging: Path, config_hash: str, paraphrase: ParaphraseConfig, seed: int
+) -> tuple[ShardInfo, QuestionPartial, dict[str, Any]]:
+    """One questions shard (a unit): its rows read, paraphrased offline, written into ``staging`` under its
+    final name; returns its entry, its partial audit statistics and its paraphrase statistics."""
+    rows, stats = paraphrase_offline(shard_rows(shard, config_hash), paraphrase, seed)
+    table = stages.conform(rows, QUESTIONS_SCHEMA)
+    return write_shard(table, staging, shard.path), question_partial(table), stats
+
+
+def write_paraphrased_questions(
+    files: list[Path], kept: pa.Table, config: PipelineConfig, config_hash: str, writer: DatasetWriter
+) -> ChunkedParaphrase:
+    """The LLM's way: the kept rows in batch order, paraphrased chunk by chunk in this process (the run's one
+    budget, failure count and few-shot pool), each shard written by the streaming writer as soon as its rows
+    are in (the audit reads their statistics back from the staged files: little beside the requests)."""
+    paraphrase = ChunkedParaphrase(config.paraphrase, config.seed, example_pool(files, kept, config_hash))
+    for chunk in paraphrase.map(chunks(kept_rows(files, kept, config_hash), PARAPHRASE_CHUNK_ROWS)):
+        writer.add_questions(stages.conform(chunk, QUESTIONS_SCHEMA))
+    return paraphrase
+
+
+@dataclass(frozen=True)
+class EpisodeShard:
+    """One episodes shard: its final path and its rows, as ``(batch episodes file, first row, end row)``."""
+
+    path: str
+    parts: tuple[tuple[Path, int, int], ...]
+
+
+def plan_episode_shards(store: BatchStore, batch_names: list[str], rows_per_shard: int) -> list[EpisodeShard]:
+    """Every batch's episodes, in batch order, cut into shards of ``rows_per_shard`` rows (one at least)."""
+    paths = [store.path(n) / "episodes.parquet" for n in batch_names]
+    ends = np.cumsum([pq.read_metadata(p).num_rows for p in paths], dtype=np.int64)
+    total_rows = int(ends[-1]) if len(ends) else 0
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    total = max(1, -(-total_rows // rows_per_shard))
+    shards = []
+    for index in range(total):
+        lo, hi = index * rows_per_shard, min((index + 1) * rows_per_shard, total_rows)
+        parts = tuple(
+            (p, int(max(lo, a) - a), int(min(hi, b) - a)) for p, a, b in zip(paths, starts, ends) if a < hi and b > lo
+        )
+        shards.append(EpisodeShard(f"episodes/{shard_name('episodes', index, total)}", parts))
+    return shards
+
+
+def write_episode_shard(shard: EpisodeShard, staging: Path) -> tuple[ShardInfo, EpisodeParts]:
+    """One episodes shard (a unit): its rows read from the batches, written into ``staging`` under its final
+    name; returns its entry and its partial audit statistics."""
+    tables = [pq.read_table(p, schema=EPISODES_SCHEMA).slice(lo, hi - lo) for p, lo, hi in shard.parts]
+    table = pa.concat_tables(tables) if tables else EPISODES_SCHEMA.empty_table()
+    return write_shard(table, staging, shard.path), episode_partial(table)
+
+
+def write_shards(
     files: list[Path],
     kept: pa.Table,
     config: PipelineConfig,
     config_hash: str,
+    store: BatchStore,
+    batch_names: list[str],
     writer: DatasetWriter,
     executor: Executor | None = None,
 ) -> StageReport:
-    """Stream the kept questions into the writer's shards through the streamed stage (paraphrase), chunk by
-    chunk (on ``executor``'s processes when given); returns its report, whose seconds include reading and
-    writing the rows (they overlap)."""
-    section = config.paraphrase
-    examples = example_pool(files, kept, config_hash) if uses_llm(section) else None
-    paraphrase = ChunkedParaphrase(section, config.seed, examples)
+    """Every shard of the dataset into the writer's staging, each by a unit (on ``executor`` when given): the
+    episodes shards, and the questions shards with their rows paraphrased offline, or, for an LLM, the
+    questions paraphrased here (:func:`write_paraphrased_questions`). Returns the paraphrase stage's report,
+    whose seconds include reading and writing the rows (they overlap)."""
     start = time.perf_counter()
-    rows = chunks(kept_rows(files, kept, config_hash), PARAPHRASE_CHUNK_ROWS)
-    workers = max(1, config.runner.workers)
-    for chunk in paraphrase.map(rows, workers, executor=executor):
-        writer.add_questions(stages.conform(chunk, QUESTIONS_SCHEMA))
+    rows_per_shard = config.output.rows_per_shard
+    staging, section, llm = writer.staging, config.paraphrase, uses_llm(config.paraphrase)
+    episodes = plan_episode_shards(store, batch_names, rows_per_shard)
+    questions = [] if llm else plan_question_shards(files, kept, rows_per_shard)
+    episode_units = [submit(executor, write_episode_shard, shard, staging) for shard in episodes]
+    question_units = [
+        submit(executor, write_question_shard, shard, staging, config_hash, section, config.seed) for shard in questions
+    ]
+    paraphrase = write_paraphrased_questions(files, kept, config, config_hash, writer) if llm else None
+    paraphrase = paraphrase or ChunkedParaphrase(section, config.seed)
+    for unit in question_units:
+        info, partial, stats = unit.result()
+        writer.add_staged(info, partial)
+        paraphrase.add_stats(stats)
+    for unit in episode_units:
+        writer.add_staged(*unit.result())
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     seconds = time.perf_counter() - start
     return StageReport(stages.PARAPHRASE.name, where, kept.num_rows, kept.num_rows, paraphrase.stats(), seconds)
-
-
-def write_episodes(store: BatchStore, batch_names: list[str], writer: DatasetWriter) -> None:
-    """Every batch's episodes, in batch order, into the writer's episode shards."""
-    for table in store.iter_tables(batch_names, "episodes", EPISODES_SCHEMA):
-        writer.add_episodes(table)

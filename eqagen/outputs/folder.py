@@ -147,11 +147,15 @@ def claim_output(out_dir: Path, fingerprint: str, overwrite: bool = False, comma
 # --- writing into staging ---------------------------------------------------------------------------
 
 
+def split_names(values: Iterable[str]) -> list[str]:
+    """The splits a questions table is written as: train, val and test always (an empty split gets an empty
+    shard, so the layout and the dataset card never miss one), then any other value, sorted."""
+    return [*SPLITS, *sorted(set(values) - set(SPLITS))]
+
+
 def split_tables(table: pa.Table) -> dict[str, pa.Table]:
-    """The questions table per split: train, val and test always (an empty split is an empty table, so
-    the layout and the dataset card never miss one), then any other value, sorted."""
-    others = sorted(set(table["split"].to_pylist()) - set(SPLITS))
-    return {v: table.filter(pc.equal(table["split"], v)) for v in [*SPLITS, *others]}
+    """The questions table per split (:func:`split_names`)."""
+    return {v: table.filter(pc.equal(table["split"], v)) for v in split_names(table["split"].to_pylist())}
 
 
 class DatasetWriter:

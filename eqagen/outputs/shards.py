@@ -92,6 +92,13 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
         raise OSError(code, os.strerror(code), str(path)) from err
 
 
+def write_shard(table: pa.Table, out_dir: Path, rel: str) -> ShardInfo:
+    """``table`` written atomically as ``out_dir/rel`` (its final name); returns what the manifest records."""
+    path = Path(out_dir) / rel
+    write_parquet_atomic(table, path)
+    return ShardInfo(rel, table.num_rows, sha256_of(path), path.stat().st_size)
+
+
 def sort_rows(table: pa.Table, key: str) -> pa.Table:
     """Rows in ascending order of a unique key; raises if the key repeats (the order would be ambiguous)."""
     if table.num_rows and pc.count_distinct(table[key]).as_py() != table.num_rows:
@@ -140,9 +147,8 @@ class ShardWriter:
     def _write_next(self, n_rows: int) -> None:
         table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
         part, rest = table.slice(0, n_rows), table.slice(n_rows)
-        path = self.target / f"{self.prefix}-{len(self.written):05d}.parquet"
-        write_parquet_atomic(part, path)
-        self.written.append((path, part.num_rows, sha256_of(path), path.stat().st_size))
+        info = write_shard(part, self.out_dir, f"{self.table}/{self.prefix}-{len(self.written):05d}.parquet")
+        self.written.append((self.out_dir / info.path, info.rows, info.sha256, info.bytes))
         self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
 

@@ -6,12 +6,8 @@ the kept questions through :class:`ChunkedParaphrase`, which gives every row the
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from multiprocessing import get_context
 from typing import Any
 
 import pyarrow as pa
@@ -119,32 +115,16 @@ class ChunkedParaphrase:
         self.totals = merge_stats(self.totals, result.stats)
         return with_paraphrases(table, paraphrase_array(result.paraphrases))
 
-    def map(self, tables: Iterable[pa.Table], workers: int = 1, executor: Executor | None = None) -> Iterator[pa.Table]:
-        """Each table paraphrased, in order. The offline paraphraser (CPU-bound, seeded per row) runs on
-        ``workers`` processes when there is more than one table, at most two tables per worker in flight:
-        those of ``executor`` (e.g. the run's warm workers) or new ones; an LLM run stays in this process
-        (its requests are concurrent already, and its budget shared)."""
-        tables = iter(tables)
-        head = list(itertools.islice(tables, 2))
-        if workers <= 1 or len(head) < 2 or uses_llm(self.config):
-            yield from (self(t) for t in itertools.chain(head, tables))
-            self.guard.check()  # the whole run's share of failed items, now that every row is done
-            return
-        with contextlib.ExitStack() as stack:
-            if executor is None:  # spawn, not fork: the caller may be a Prefect flow with its own threads
-                executor = stack.enter_context(ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
-            pending: deque[tuple[pa.Table, Future]] = deque()
-            for table in itertools.chain(head, tables):
-                pending.append((table, executor.submit(offline_column, table, self.config, self.seed)))
-                if len(pending) >= 2 * workers:
-                    yield self._collect(*pending.popleft())
-            while pending:
-                yield self._collect(*pending.popleft())
+    def map(self, tables: Iterable[pa.Table]) -> Iterator[pa.Table]:
+        """Each table paraphrased, in order, in this process: an LLM's requests are concurrent already and
+        its budget is the run's (the offline paraphraser runs in the units that write the shards:
+        :func:`paraphrase_offline`)."""
+        yield from (self(t) for t in tables)
+        self.guard.check()  # the whole run's share of failed items, now that every row is done
 
-    def _collect(self, table: pa.Table, future: Future) -> pa.Table:
-        column, stats = future.result()
+    def add_stats(self, stats: dict[str, Any]) -> None:
+        """The statistics of rows paraphrased elsewhere (:func:`paraphrase_offline`), added to the run's."""
         self.totals = merge_stats(self.totals, stats)
-        return with_paraphrases(table, column)
 
     def _remaining_budget(self) -> ParaphraseConfig:
         """The budget left for the next chunk: billed requests (responses received, not attempts: a 429
@@ -173,10 +153,13 @@ class ChunkedParaphrase:
         return totals
 
 
-def offline_column(table: pa.Table, config: ParaphraseConfig, seed: int) -> tuple[pa.Array, dict[str, Any]]:
-    """The offline paraphrases of a table's rows and their statistics (run in a worker process)."""
+def paraphrase_offline(table: pa.Table, config: ParaphraseConfig, seed: int) -> tuple[pa.Table, dict[str, Any]]:
+    """A table's rows with their offline paraphrases (seeded per question: any cut of the rows gives each row
+    the same), and their statistics ({} for no row, as :class:`ChunkedParaphrase` counts none)."""
+    if table.num_rows == 0:
+        return with_paraphrases(table, paraphrase_array([])), {}
     result = paraphrase_records(records_from_table(table), config, seed)
-    return paraphrase_array(result.paraphrases), result.stats
+    return with_paraphrases(table, paraphrase_array(result.paraphrases)), result.stats
 
 
 _MAX_KEYS = frozenset({"max_in_flight"})  # peaks, not totals
