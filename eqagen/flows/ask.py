@@ -36,6 +36,7 @@ from eqagen.core.stages import StageReport
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
+from eqagen.outputs.units import map_units
 from eqagen.predicates.config import QuestionConfig
 
 NAMES = "names"  # the batches' table of each episode's names
@@ -322,13 +323,12 @@ def run_round(
     seed: int,
     executor: Executor | None,
 ) -> None:
+    """A round's unfinished target batches, one unit each, the most asks first (so that the round's last
+    units are short ones, and no worker waits long for the one still asking)."""
     todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
+    todo.sort(key=lambda i: -len(plan.get(i, [])))
     args = [(store_root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]
-    if executor is not None and len(args) > 1:
-        list(executor.map(_ask_batch_args, args))
-    else:
-        for a in args:
-            ask_batch(*a)
+    list(map_units(executor, ask_batch, *zip(*args)) if args else [])
 
 
 def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict[str, Any]:
@@ -344,7 +344,3 @@ def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict
         "rejected": dict(sorted(rejected.items())),
         "seconds": sum(s["seconds"] for s in summaries),
     }
-
-
-def _ask_batch_args(args: tuple) -> dict:
-    return ask_batch(*args)

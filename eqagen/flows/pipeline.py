@@ -184,6 +184,8 @@ def finish(
     seconds, log = summary.stage_seconds, StageLog()
     batch_stats = ctx.store.read_stats(batch_names)
     programs = log.record(programs_report(batch_stats))
+    writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
+    episode_shards = stream.submit_episode_shards(ctx.store, batch_names, writer, executor)
     asked = ask_everywhere(config, ctx, batch_names, executor)
     seconds["ask"] = log.record(asked.report).seconds
     start = time.perf_counter()
@@ -196,9 +198,11 @@ def finish(
     del keys  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before anything is written
     start = time.perf_counter()
-    writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
-    written = stream.write_shards(files, kept, config, ctx.config_hash, ctx.store, batch_names, writer, executor)
-    seconds["paraphrase"] = log.record(written).seconds
+    seconds["paraphrase"] = log.record(
+        stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
+    ).seconds
+    for shard in episode_shards:
+        writer.add_staged(*shard.result())
     seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     start = time.perf_counter()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +40,15 @@ from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, shard_name, write_shard
 from eqagen.outputs.units import map_units, submit
 from eqagen.paraphrase.config import ParaphraseConfig
-from eqagen.paraphrase.stage import ChunkedParaphrase, in_pool, paraphrase_offline, uses_llm
-from eqagen.paraphrase.tables import records_from_table
+from eqagen.paraphrase.stage import (
+    ChunkedParaphrase,
+    in_pool,
+    merge_stats,
+    paraphrase_offline,
+    uses_llm,
+    with_paraphrases,
+)
+from eqagen.paraphrase.tables import paraphrase_array, records_from_table
 
 # Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
 BATCH, ROW = "_batch", "_row"
@@ -235,6 +242,13 @@ class QuestionShard:
     rows: pa.Table
 
 
+def question_shard(path: str, files: list[Path] | tuple[Path, ...], rows: pa.Table) -> QuestionShard:
+    """A shard of ``rows`` (``BATCH`` indexing ``files``), holding only the files it reads (renumbered)."""
+    used, local = np.unique(rows[BATCH].to_numpy(), return_inverse=True)
+    rows = rows.set_column(rows.schema.get_field_index(BATCH), BATCH, pa.array(local.astype(np.int32), pa.int32()))
+    return QuestionShard(path, tuple(files[int(b)] for b in used), rows)
+
+
 def plan_question_shards(files: list[Path], kept: pa.Table, rows_per_shard: int) -> list[QuestionShard]:
     """The kept questions per split (:func:`~eqagen.outputs.folder.split_names`, each in batch order) cut into
     shards of ``rows_per_shard`` rows, named ``questions/<split>-NNNNN-of-MMMMM.parquet``; an empty split
@@ -247,11 +261,17 @@ def plan_question_shards(files: list[Path], kept: pa.Table, rows_per_shard: int)
         total = max(1, -(-where.size // rows_per_shard))
         for index in range(total):
             rows = keys.take(pa.array(where[index * rows_per_shard : (index + 1) * rows_per_shard], pa.int64()))
-            used, local = np.unique(rows[BATCH].to_numpy(), return_inverse=True)  # the files it reads, renumbered
-            rows = rows.set_column(0, BATCH, pa.array(local.astype(np.int32), pa.int32()))
-            path = f"questions/{shard_name(name, index, total)}"
-            shards.append(QuestionShard(path, tuple(files[int(b)] for b in used), rows))
+            shards.append(question_shard(f"questions/{shard_name(name, index, total)}", files, rows))
     return shards
+
+
+def shard_pieces(shard: QuestionShard, rows: int) -> list[QuestionShard]:
+    """The shard's rows in pieces of at most ``rows`` rows, for the paraphrase units (a shard's rows are
+    paraphrased in several units at once: one 5,000-row shard would otherwise keep one worker busy long
+    after the others are done)."""
+    n = shard.rows.num_rows
+    pieces = [shard.rows.take(pa.array(range(lo, min(lo + rows, n)), pa.int64())) for lo in range(0, n, rows)]
+    return [question_shard(shard.path, shard.files, piece) for piece in pieces]
 
 
 def shard_rows(shard: QuestionShard, config_hash: str) -> pa.Table:
@@ -260,12 +280,30 @@ def shard_rows(shard: QuestionShard, config_hash: str) -> pa.Table:
     return pa.concat_tables(tables) if tables else QUESTIONS_SCHEMA.empty_table()
 
 
+def paraphrase_piece(
+    piece: QuestionShard, config_hash: str, paraphrase: ParaphraseConfig, seed: int
+) -> tuple[pa.Array, dict[str, Any]]:
+    """A piece of a shard paraphrased offline (a unit): its rows' paraphrase column and statistics."""
+    rows, stats = paraphrase_offline(shard_rows(piece, config_hash), paraphrase, seed)
+    return rows["paraphrase"].combine_chunks(), stats
+
+
 def write_question_shard(
-    shard: QuestionShard, staging: Path, config_hash: str, paraphrase: ParaphraseConfig, seed: int
+    shard: QuestionShard,
+    staging: Path,
+    config_hash: str,
+    paraphrase: ParaphraseConfig,
+    seed: int,
+    paraphrases: list[pa.Array] | None = None,
 ) -> tuple[ShardInfo, QuestionPartial, dict[str, Any]]:
-    """One questions shard (a unit): its rows read, paraphrased offline, written into ``staging`` under its
-    final name; returns its entry, its partial audit statistics and its paraphrase statistics."""
-    rows, stats = paraphrase_offline(shard_rows(shard, config_hash), paraphrase, seed)
+    """One questions shard (a unit): its rows read, given their paraphrases (those of its pieces, in order,
+    or paraphrased offline here where None), written into ``staging`` under its final name; returns its
+    entry, its partial audit statistics and the statistics of the paraphrases it made ({} if given)."""
+    rows = shard_rows(shard, config_hash)
+    if paraphrases is None:
+        rows, stats = paraphrase_offline(rows, paraphrase, seed)
+    else:
+        rows, stats = with_paraphrases(rows, pa.concat_arrays(paraphrases) if paraphrases else paraphrase_array([])), {}
     table = stages.conform(rows, QUESTIONS_SCHEMA)
     return write_shard(table, staging, shard.path), question_partial(table), stats
 
@@ -315,37 +353,78 @@ def write_episode_shard(shard: EpisodeShard, staging: Path) -> tuple[ShardInfo, 
     return write_shard(table, staging, shard.path), episode_partial(table)
 
 
-def write_shards(
+def submit_episode_shards(
+    store: BatchStore, batch_names: list[str], writer: DatasetWriter, executor: Executor | None = None
+) -> list[Future]:
+    """One unit per episodes shard (on ``executor`` when given, else run now): they need only the batches, so
+    the finish starts them first, and they run while the questions are still being selected."""
+    shards = plan_episode_shards(store, batch_names, writer.rows_per_shard)
+    return [submit(executor, write_episode_shard, shard, writer.staging) for shard in shards]
+
+
+def write_questions(
     files: list[Path],
     kept: pa.Table,
     config: PipelineConfig,
     config_hash: str,
-    store: BatchStore,
-    batch_names: list[str],
     writer: DatasetWriter,
     executor: Executor | None = None,
 ) -> StageReport:
-    """Every shard of the dataset into the writer's staging, each by a unit (on ``executor`` when given): the
-    episodes shards, and the questions shards with their rows paraphrased offline, or, for an LLM, the
-    questions paraphrased here (:func:`write_paraphrased_questions`). Returns the paraphrase stage's report,
-    whose seconds include reading and writing the rows (they overlap)."""
+    """The questions shards into the writer's staging: offline, one unit per shard (on an executor its rows
+    paraphrased first by one unit per piece of :data:`PARAPHRASE_CHUNK_ROWS` rows); for an LLM, paraphrased
+    here (:func:`write_paraphrased_questions`). Returns the paraphrase stage's report, whose seconds include
+    reading and writing the rows (they overlap)."""
     start = time.perf_counter()
-    rows_per_shard = config.output.rows_per_shard
-    staging, section, llm = writer.staging, config.paraphrase, uses_llm(config.paraphrase)
-    episodes = plan_episode_shards(store, batch_names, rows_per_shard)
-    questions = [] if llm else plan_question_shards(files, kept, rows_per_shard)
-    episode_units = [submit(executor, write_episode_shard, shard, staging) for shard in episodes]
-    question_units = [
-        submit(executor, write_question_shard, shard, staging, config_hash, section, config.seed) for shard in questions
-    ]
-    paraphrase = write_paraphrased_questions(files, kept, config, config_hash, writer) if llm else None
-    paraphrase = paraphrase or ChunkedParaphrase(section, config.seed)
-    for unit in question_units:
-        info, partial, stats = unit.result()
-        writer.add_staged(info, partial)
-        paraphrase.add_stats(stats)
-    for unit in episode_units:
-        writer.add_staged(*unit.result())
+    section = config.paraphrase
+    if uses_llm(section):
+        paraphrase = write_paraphrased_questions(files, kept, config, config_hash, writer)
+    else:
+        paraphrase = ChunkedParaphrase(section, config.seed)
+        shards = plan_question_shards(files, kept, writer.rows_per_shard)
+        for info, partial, stats in write_offline_questions(
+            shards, writer.staging, config_hash, section, config.seed, executor
+        ):
+            writer.add_staged(info, partial)
+            paraphrase.add_stats(stats)
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     seconds = time.perf_counter() - start
     return StageReport(stages.PARAPHRASE.name, where, kept.num_rows, kept.num_rows, paraphrase.stats(), seconds)
+
+
+def write_offline_questions(
+    shards: list[QuestionShard],
+    staging: Path,
+    config_hash: str,
+    section: ParaphraseConfig,
+    seed: int,
+    executor: Executor | None,
+) -> list[tuple[ShardInfo, QuestionPartial, dict[str, Any]]]:
+    """The questions shards, each written by a unit once its pieces are paraphrased (on ``executor``; here,
+    each shard paraphrased whole by its own unit); their results (entry, partial, paraphrase statistics) in
+    plan order, the pieces' statistics added to their shard's."""
+    if executor is None:
+        return [write_question_shard(shard, staging, config_hash, section, seed) for shard in shards]
+    pieces = [
+        [
+            executor.submit(paraphrase_piece, p, config_hash, section, seed)
+            for p in shard_pieces(s, PARAPHRASE_CHUNK_ROWS)
+        ]
+        for s in shards
+    ]
+    writes: dict[int, Future] = {}
+    waiting = set(range(len(shards)))
+    while waiting:  # each shard's unit submitted as soon as its pieces are done
+        for i in sorted(i for i in waiting if all(f.done() for f in pieces[i])):
+            columns = [f.result()[0] for f in pieces[i]]
+            writes[i] = executor.submit(write_question_shard, shards[i], staging, config_hash, section, seed, columns)
+            waiting.discard(i)
+        if waiting:
+            wait([f for i in waiting for f in pieces[i] if not f.done()], return_when=FIRST_COMPLETED)
+    results = []
+    for i, units in enumerate(pieces):
+        info, partial, _ = writes[i].result()
+        stats: dict[str, Any] = {}
+        for f in units:
+            stats = merge_stats(stats, f.result()[1])
+        results.append((info, partial, stats))
+    return results

@@ -11,6 +11,7 @@ meanwhile.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor, Future
 from pathlib import Path
@@ -110,8 +111,9 @@ def write_audit_files(
     paths = [out_dir / s.path for s in ordered if table_of(s) == "questions"]
     text_answers = None
     if executor is not None:
-        queries = sorted(questions.split_queries.get("test", {}))
-        futures = {(m, q): executor.submit(fit_blind_text_model, paths, m, q) for m in TEXT_MODELS for q in queries}
+        train = questions.split_queries.get("train", Counter())
+        queries = sorted(questions.split_queries.get("test", {}), key=lambda q: (-train[q], q))  # largest fits first
+        futures = {(m, q): executor.submit(fit_blind_text_model, paths, m, q) for q in queries for m in TEXT_MODELS}
         text_answers = Results(futures)
     criteria = method_criteria(read_questions(paths, CRITERIA_COLUMNS), manifest.get("config"), text_answers)
     stats = {**stats, "dataset": {**dataset, "criteria": criteria}}

@@ -6,7 +6,13 @@ from hypothesis import strategies as st
 
 from eqagen.outputs.schemas import questions_table
 from eqagen.paraphrase.config import ParaphraseConfig
-from eqagen.paraphrase.stage import ChunkedParaphrase, merge_stats, paraphrase_table, pool_question_ids
+from eqagen.paraphrase.stage import (
+    ChunkedParaphrase,
+    merge_stats,
+    paraphrase_offline,
+    paraphrase_table,
+    pool_question_ids,
+)
 from tests.paraphrase.chat_server import ScriptedChatServer
 from tests.paraphrase.fixtures import generated_records
 
@@ -113,21 +119,15 @@ def test_the_few_shot_pool_is_bounded_per_query_type(monkeypatch):
     assert pool_question_ids(no_train) == {"q1", "q3", "q2", "q4"}
 
 
-def test_offline_chunks_on_worker_processes_match_the_whole_table():
-    table = questions_table(generated_records(60, seed=6))
-    whole, stats = paraphrase_table(table, OFFLINE, 11)
-    chunked = ChunkedParaphrase(OFFLINE, 11)
-    parts = list(chunked.map(cut(table, [10, 15, 5, 20]), workers=2))
-    assert [p.num_rows for p in parts] == [10, 15, 5, 20, 10]  # in order, none lost
-    assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
-    assert chunked.stats()["items"] == 60 and chunked.stats()["validated"] == stats["validated"]
-
-
-def test_offline_chunks_on_a_given_executor_match_the_whole_table():
-    from concurrent.futures import ThreadPoolExecutor
-
+def test_offline_pieces_paraphrased_apart_match_the_whole_table():
+    """What the finish's units do: pieces paraphrased apart (each its own call), their statistics added."""
     table = questions_table(generated_records(30, seed=8))
-    whole, _ = paraphrase_table(table, OFFLINE, 2)
-    with ThreadPoolExecutor(2) as executor:  # the run's warm worker pool in the pipeline
-        parts = list(ChunkedParaphrase(OFFLINE, 2).map(cut(table, [7, 7, 7]), 2, executor=executor))
+    whole, stats = paraphrase_table(table, OFFLINE, 2)
+    run = ChunkedParaphrase(OFFLINE, 2)
+    parts = []
+    for piece in [*cut(table, [7, 7, 7]), table.slice(0, 0)]:
+        rows, piece_stats = paraphrase_offline(piece, OFFLINE, 2)
+        run.add_stats(piece_stats)
+        parts.append(rows)
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
+    assert run.stats()["items"] == 30 and run.stats()["validated"] == stats["validated"]
