@@ -1,15 +1,19 @@
-"""The dataset-level finish as a stream over the batch checkpoints: memory follows the batch, not the dataset.
+"""The dataset-level finish as units over the batch checkpoints: memory follows the batch, not the dataset.
 
 Balancing and splitting decide over every candidate at once, but only need a few columns: they run on
 the *key table* (question id, scene, balance key, answer key, the split's strata, and where each row
-lives: its batch and row). The full rows of the kept questions are then read back batch by batch,
-given their ``choices``, ``split`` and config hash, paraphrased chunk by chunk and appended to one
-streaming shard writer per split; episodes are copied batch by batch into their shards. At no point
-is the whole questions or episodes table in memory: the largest things held are the key table (a
-few columns of every candidate) and one chunk of rows.
+lives: its batch and row), which units read file by file (:func:`read_file_keys`) and the run's
+process merges. The kept keys then say, per split, which rows go to which shard in batch order, so
+every shard is planned before any is written (:func:`plan_question_shards`, :func:`plan_episode_shards`)
+and written by a unit of its own that reads its rows back from the checkpoints, paraphrases them (or
+is given their paraphrases, made by units over pieces of the shard), writes the shard into staging
+under its final name and returns its entry and its partial audit statistics. At no point is the whole
+questions or episodes table in memory: the largest things held are the key table (a few columns of
+every candidate) and one shard's rows in each unit.
 
 Rows are written in batch order, each batch's kept questions in the order the engine sampled them, so
-the output is the same whichever runner made the batches and however many workers it had.
+the output is the same whichever runner made the batches, however many workers it had, and whichever
+executor ran the units (:mod:`eqagen.outputs.units`).
 """
 
 from __future__ import annotations
@@ -54,10 +58,10 @@ from eqagen.paraphrase.tables import paraphrase_array, records_from_table
 BATCH, ROW = "_batch", "_row"
 # Balancing's own columns and the query type (the few-shot pool's); the split adds its strata.
 BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "query_type")
-# Kept rows are paraphrased in chunks of about this many rows: enough items for an LLM's concurrency, few
-# enough that a chunk's records (about 8 KB each as Python objects) stay small, and that the offline
-# paraphraser's chunks share the workers evenly (5,000-row chunks left one worker alone with tag-eqa's third:
-# 17 s of paraphrase, 13.5 s with 1,000).
+# Kept rows are paraphrased in chunks (an LLM's) or pieces (the offline paraphraser's units on an executor)
+# of about this many rows: enough items for an LLM's concurrency, few enough that a chunk's records (about
+# 8 KB each as Python objects) stay small, and that the pieces share the workers evenly (5,000-row chunks left
+# one worker alone with tag-eqa's third: 17 s of paraphrase, 13.5 s with 1,000).
 PARAPHRASE_CHUNK_ROWS = 1_000
 
 
