@@ -196,7 +196,7 @@ def finish(
     kept = stream.select(keys, config, log, held_out)
     seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
     del keys  # the candidates' keys are no longer needed
-    require_questions(kept.num_rows, programs.rows_out)  # before anything is written
+    require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
     start = time.perf_counter()
     seconds["paraphrase"] = log.record(
         stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
