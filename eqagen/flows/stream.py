@@ -65,6 +65,8 @@ BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "que
 PARAPHRASE_CHUNK_ROWS = 1_000
 
 
+# Candidate files read by one unit: a file's keys take milliseconds, less than sending a unit to a worker.
+FILES_PER_UNIT = 8
 # A key column derived from ``program`` (no column of its own): each filter's family, repeats kept.
 FILTER_FAMILIES = "filter_families"
 
@@ -117,7 +119,7 @@ def encoded_columns(columns: list[str]) -> list[str]:
 
 
 def read_file_keys(path: Path, columns: list[str]) -> pa.Table:
-    """One candidate file's key columns (a unit): the derived ones computed from ``program``, the text ones
+    """One candidate file's key columns: the derived ones computed from ``program``, the text ones
     dictionary-encoded with the file's own dictionary (a list column, the filter families, as its joined
     signature, which is all the split's strata use)."""
     stored = [c for c in columns if c != FILTER_FAMILIES]
@@ -133,15 +135,22 @@ def read_file_keys(path: Path, columns: list[str]) -> pa.Table:
     return pa.table(data)
 
 
+def read_files_keys(paths: list[Path], columns: list[str]) -> list[pa.Table]:
+    """A few candidate files' key columns (a unit: :func:`read_file_keys` of each)."""
+    return [read_file_keys(path, columns) for path in paths]
+
+
 def read_keys(files: list[Path], columns: list[str], executor: Executor | None = None) -> pa.Table:
-    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row: each
-    file read by a unit (on ``executor`` when given), the text columns' dictionaries merged here into one
-    per column."""
+    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row: the files
+    read by units of :data:`FILES_PER_UNIT` (on ``executor`` when given), the text columns' dictionaries
+    merged here into one per column."""
     encoded = encoded_columns(columns)
     dictionaries = KeyDictionaries()
     plain: dict[str, list[pa.Array]] = {c: [] for c in columns if c not in encoded}
     batch, row = [], []
-    for index, table in enumerate(map_units(executor, read_file_keys, files, [columns] * len(files))):
+    groups = [files[i : i + FILES_PER_UNIT] for i in range(0, len(files), FILES_PER_UNIT)]
+    tables = (t for group in map_units(executor, read_files_keys, groups, [columns] * len(groups)) for t in group)
+    for index, table in enumerate(tables):
         for name in encoded:
             dictionaries.add(name, table[name].combine_chunks())
         for name in plain:
