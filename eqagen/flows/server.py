@@ -15,8 +15,7 @@ itself, with:
   minute); after :data:`MAX_RESTARTS` restarts, or when one fails, the run ends at once with one line
   (exit status 1) instead of minutes of retries against a dead API. Finished batches are kept.
 
-It listens on 127.0.0.1 unless told otherwise: workers of a Dask cluster on other machines need it on
-the address by which they reach this one (``host``; :func:`eqagen.flows.runners.api_host` picks it).
+It listens on 127.0.0.1: only the run's own process talks to it (no worker does, on any runner).
 
 :func:`prefect_environment` must be applied before ``prefect`` is first imported: Prefect reads its
 settings from the environment at import time.
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ipaddress
 import os
 import shutil
 import signal
@@ -41,7 +39,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
-from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError
 from eqagen.outputs.atomic import atomic_path
 
@@ -103,69 +100,6 @@ def scheduler_host(address: str) -> str:
     if parsed.scheme not in ("tcp", "tls", "ucx", "inproc") or not parsed.hostname or port is None:
         raise ConfigError("runner.address", f"'{address}' is not a Dask scheduler address", "tcp://HOST:PORT")
     return parsed.hostname
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def api_host(runner: RunnerConfig) -> str:
-    """Where the run's Prefect API server listens, and the address every worker is given for it.
-
-    ``runner.api_host`` (``--api-host``) when set: it must be an address of this machine. Otherwise the
-    loopback interface for local runners and for a cluster whose scheduler is on this machine, else this
-    machine's address on the route to the scheduler (found by connecting a UDP socket, which sends
-    nothing): the interface remote workers reach this machine by, on a typical cluster network."""
-    explicit = getattr(runner, "api_host", None)
-    if explicit:
-        return checked_local_address(explicit)
-    if runner.kind != "dask" or not runner.address:
-        return LOOPBACK
-    host = scheduler_host(runner.address)
-    if is_loopback(host):
-        return LOOPBACK
-    return route_address(host)
-
-
-def route_address(host: str) -> str:
-    """This machine's address on the route to ``host``."""
-    try:
-        infos = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)
-    except OSError as err:
-        raise ConfigError("runner.address", f"cannot resolve the scheduler host '{host}' ({err})") from None
-    family, _, _, _, sockaddr = infos[0]
-    with socket.socket(family, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(sockaddr)
-        except OSError as err:
-            raise ConfigError(
-                "runner.address", f"cannot route to the scheduler host '{host}' ({err})", "--api-host ADDRESS"
-            ) from None
-        return str(s.getsockname()[0])
-
-
-def checked_local_address(host: str) -> str:
-    """``host`` if the API server can listen on it (an address of this machine), else a ConfigError."""
-    if host in ("0.0.0.0", "::"):
-        raise ConfigError(
-            "runner.api_host", f"'{host}' listens everywhere but is no address workers can connect to",
-            "this machine's address on the network the workers share, e.g. 10.0.0.4",
-        )  # fmt: skip
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-    except OSError as err:
-        raise ConfigError(
-            "runner.api_host", f"cannot listen on '{host}' ({err.strerror or err})",
-            "an address of one of this machine's interfaces (see `hostname -I`)",
-        ) from None  # fmt: skip
-    return host
 
 
 def _die_with_parent(parent_pid: int) -> None:
