@@ -9,7 +9,8 @@ the sections it spends alone (:meth:`Timeline.section`). From these spans alone:
   Prefect server, orchestration: nothing ran).
 - :func:`serial_seconds`: the time during which fewer than all workers were busy.
 - :func:`predict_seconds`: the time the same work would take on ``n`` workers. Units run in *phases*
-  (maximal stretches with at least one unit running: the batches, each ask round, the shards); each
+  (maximal stretches with units running, pauses of dispatch aside: the batches, each ask round, the
+  shards); each
   phase's units are list-scheduled on ``n`` workers in the order they started, and every stretch with no
   unit running is kept as it was measured. It assumes a unit takes as long on any of ``n`` cores as it
   did here; it neither adds contention for memory bandwidth nor removes any.
@@ -35,6 +36,7 @@ from typing import Any
 
 MAIN = "main"  # the worker name of the run's own process
 WAITING = "waiting"  # the critical path's name for time in which nothing ran
+DISPATCH_S = 0.05  # a pause between units shorter than this is the pool's dispatch, not a barrier
 
 
 @dataclass(frozen=True)
@@ -173,11 +175,13 @@ def critical_path(spans: list[Span], wall: float) -> dict[str, float]:
 
 
 def phases(spans: list[Span]) -> list[list[Span]]:
-    """The units in maximal stretches of time with at least one unit running, in time order."""
+    """The units in maximal stretches of time with at least one unit running, in time order; a pause shorter
+    than :data:`DISPATCH_S` (a unit handed to a worker that has just finished the previous one) does not
+    end a stretch."""
     grouped: list[list[Span]] = []
     reach = float("-inf")
     for span in sorted(units(spans), key=lambda s: s.start):
-        if span.start >= reach:
+        if span.start > reach + DISPATCH_S:
             grouped.append([])
         grouped[-1].append(span)
         reach = max(reach, span.end)
