@@ -188,7 +188,7 @@ def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog) -> A
     with sigterm_as_exit():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages
-            from eqagen.flows.generate import run_with_prefect
+            from eqagen.flows.run import run_with_prefect
             from eqagen.flows.stages import warm_imports
 
             warm_imports(config)

@@ -1,8 +1,9 @@
 """The Prefect flow ``generate``: the run's units as Prefect task runs, recorded beside the work.
 
-The work itself does not wait for Prefect: :class:`~eqagen.flows.pool.RunDriver` starts it on the run's
-workers while Prefect's server is still starting, and the flow's tasks -- plan, one per batch, finish
-(balance, render, paraphrase, split, write shards, audit) -- each wait for the driver's result of their
+The work itself does not wait for Prefect (:mod:`eqagen.flows.run`): the run's driver
+(:class:`~eqagen.flows.pool.RunDriver`) starts it on the workers while Prefect is imported and its server
+starts, and the flow's tasks -- plan, one per batch, finish (balance, render, paraphrase, split, write
+shards, audit) -- each wait for the driver's result of their
 unit. A failed unit fails its task and the flow; a batch already checkpointed by an interrupted run has no
 task. So orchestration costs the run only what is left of the server's start once the work is done, and
 the flow's own bookkeeping at the end (a fraction of a second): on any run longer than the server's start,
@@ -17,8 +18,7 @@ at import time.
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,9 @@ from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from eqagen.config import PipelineConfig
-from eqagen.flows import pipeline, runners
+from eqagen.flows import pipeline
 from eqagen.flows.pool import WINDOW_PER_WORKER, RunDriver
-from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
-from eqagen.flows.timeline import Timeline
-from eqagen.paraphrase.stage import check_paraphrase_endpoint
+from eqagen.flows.server import LocalPrefectServer
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
 
@@ -74,38 +72,15 @@ def generate_flow(config: PipelineConfig, out_dir: str) -> pipeline.RunSummary:
     return finish_task(driver)
 
 
-def run_with_prefect(
-    config: PipelineConfig,
-    out_dir: Path,
-    prefect_home: Path,
-    on_batch: Callable | None = None,
-    server: LocalPrefectServer | None = None,
-    started_at: float | None = None,
+def record_run(
+    driver: RunDriver, config: PipelineConfig, out_dir: Path, server: LocalPrefectServer
 ) -> pipeline.RunSummary:
-    """Start the workers and the work, then the local server (or finish starting ``server``, launched earlier
-    by the caller), run the flow against it, and stop everything (also on SIGTERM, Ctrl-C and errors).
-    ``started_at`` is the command's start (``time.perf_counter``), from which wall time counts."""
-    wall = started_at or time.perf_counter()
-    timeline = Timeline(started=time.time() - (time.perf_counter() - wall))
-    check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
-    server = server or LocalPrefectServer(prefect_home)
-    ctx = pipeline.make_context(config, Path(out_dir))
-    summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
-    with sigterm_as_exit(), contextlib.ExitStack() as stack:
-        stack.callback(server.stop)  # last: the workers below are stopped first
-        if server.process is None:
-            server.launch()
-        pool = stack.enter_context(runners.open_pool(config.runner, ctx.store_root, timeline))
-        driver = RunDriver(config, ctx, pool, summary, on_batch).start()  # the work starts now
-        stack.callback(driver.stop)
-        api_url = server.start()
-        task_runner = ThreadPoolTaskRunner(max_workers=max(2, WINDOW_PER_WORKER * pool.workers))
-        with (
-            temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
-            observed(driver),
-        ):
-            summary = generate_flow.with_options(task_runner=task_runner)(config, str(out_dir))
-    summary.wall_seconds = time.perf_counter() - wall
-    summary.server_seconds = server.startup_seconds
-    summary.record_timeline(timeline, pool.workers)
-    return summary
+    """Wait for ``server`` (launched by the caller) to answer, then record ``driver``'s run as the flow's task
+    runs; returns the driver's summary (or raises its first error)."""
+    api_url = server.start()
+    task_runner = ThreadPoolTaskRunner(max_workers=max(2, WINDOW_PER_WORKER * driver.pool.workers))
+    with (
+        temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
+        observed(driver),
+    ):
+        return generate_flow.with_options(task_runner=task_runner)(config, str(out_dir))

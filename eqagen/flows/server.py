@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import shutil
 import signal
@@ -36,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -118,9 +120,8 @@ def template_path() -> Path:
     directory starts from a copy of this one instead. It holds no run data: it is copied right after
     the server has created it, before any flow ran.
     """
-    import prefect
-
-    return Path(tempfile.gettempdir()) / f"eqagen-prefect-{prefect.__version__}-uid{os.getuid()}" / "empty.db"
+    version = metadata.version("prefect")  # not `import prefect`: the run forks its workers before that import
+    return Path(tempfile.gettempdir()) / f"eqagen-prefect-{version}-uid{os.getuid()}" / "empty.db"
 
 
 def seed_database(db: Path) -> None:
@@ -213,10 +214,10 @@ class LocalPrefectServer:
         return api_url_for(self.host, self.port)
 
     def _command(self) -> list[str]:
-        import prefect
-
+        spec = importlib.util.find_spec("prefect")  # where it is, without importing it (the run does that later)
+        site = Path(spec.origin).parent.parent if spec and spec.origin else Path(sys.prefix)
         return [
-            sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
+            sys.executable, "-m", "uvicorn", "--app-dir", str(site),
             "--factory", "prefect.server.api.server:create_app", "--host", self.host,
             "--port", str(self.port), "--log-level", "error", "--lifespan", "on",
         ]  # fmt: skip
