@@ -83,7 +83,7 @@ class RunnerConfig(_Strict):
     ``processes``: processes forked from it; ``dask``: a Dask cluster (``address``, or a local one);
     ``inline``: plain Python in the run's process, no Prefect."""
 
-    kind: Literal["local", "processes", "dask", "inline"] = "local"
+    kind: Literal["local", "processes", "dask", "inline"] = "processes"
     workers: int = Field(
         2, ge=1, le=MAX_WORKERS, strict=True, description="parallel workers; a run uses at most the CPUs it may use"
     )

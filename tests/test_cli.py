@@ -231,7 +231,7 @@ def test_prefect_state_stays_under_the_output(demo_run) -> None:
     user_home = demo_run.parent / "home"
     assert not (user_home / ".prefect").exists(), "nothing of Prefect's in the user's home"
     summary = json.loads((demo_run.parent / "s.json").read_text())
-    assert summary["runner"] == "local" and summary["server_seconds"] > 0
+    assert summary["runner"] == "processes" and summary["server_seconds"] > 0
     assert summary["counts"]["episodes"] == 36
 
 
