@@ -80,14 +80,13 @@ def register_generate(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set generation.n_episodes=100 (repeatable)")  # fmt: skip
     p.add_argument("--runner", choices=["local", "processes", "dask", "inline"],
-                   help="local: Prefect, thread pool; processes: Prefect, process pool; dask: Prefect on Dask; "
+                   help="local: Prefect, threads; processes: Prefect, forked worker processes; dask: Prefect, a Dask "
+                   "cluster's workers; "
                    "inline: plain Python without Prefect")  # fmt: skip
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS),
                    help="parallel workers of the task runner (at most the CPUs this process may use: more are "
                    "reduced to that, with a note)")  # fmt: skip
     p.add_argument("--address", help="Dask scheduler address (with --runner dask)")
-    p.add_argument("--api-host", help="this machine's address for the run's Prefect API, reachable by every "
-                   "worker (default: 127.0.0.1, or the address on the route to a remote --address)")  # fmt: skip
     p.add_argument("--fresh", action="store_true",
                    help="discard the checkpoints of an earlier run (and Prefect's database) first")  # fmt: skip
     p.add_argument("--clean", action="store_true",
@@ -125,8 +124,6 @@ def _config_overrides(args: argparse.Namespace) -> list[str]:
         extra.append(f"runner.workers={args.workers}")
     if args.address:
         extra.append(f"runner.address={args.address}")
-    if args.api_host:
-        extra.append(f"runner.api_host={args.api_host}")
     if args.no_progress:
         extra.append("runner.progress=false")
     return extra
@@ -181,18 +178,17 @@ def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog) -> A
         from eqagen.flows.pipeline import generate_inline
 
         return generate_inline(config, out_dir, on_batch=on_batch)
-    from eqagen.flows.server import LocalPrefectServer, api_host, apply_prefect_environment, free_port, sigterm_as_exit
+    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port, sigterm_as_exit
     from eqagen.outputs.folder import state_dir
 
     started = time.perf_counter()
-    host = api_host(config.runner)  # 127.0.0.1 unless workers on other machines must reach the API
-    home, port = state_dir(out_dir) / "prefect", free_port(host)
-    apply_prefect_environment(home, port, host)  # before prefect is imported
-    server = LocalPrefectServer(home, port, host=host, notify=log.note, fail=log.error)
+    home, port = state_dir(out_dir) / "prefect", free_port()
+    apply_prefect_environment(home, port)  # before prefect is imported
+    server = LocalPrefectServer(home, port, notify=log.note, fail=log.error)
     with sigterm_as_exit():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages
-            from eqagen.flows.generate import run_with_prefect
+            from eqagen.flows.run import run_with_prefect
             from eqagen.flows.stages import warm_imports
 
             warm_imports(config)

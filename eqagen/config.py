@@ -79,19 +79,15 @@ class OutputConfig(_Strict):
 
 
 class RunnerConfig(_Strict):
-    """Where tasks run. ``local``: Prefect's thread pool; ``processes``: Prefect's process pool;
-    ``dask``: a Dask cluster (``address``, or a local one); ``inline``: plain Python, no Prefect."""
+    """Where the run's units run (:mod:`eqagen.flows.runners`). ``local``: threads of the run's process;
+    ``processes``: processes forked from it; ``dask``: a Dask cluster (``address``, or a local one);
+    ``inline``: plain Python in the run's process, no Prefect."""
 
-    kind: Literal["local", "processes", "dask", "inline"] = "local"
+    kind: Literal["local", "processes", "dask", "inline"] = "processes"
     workers: int = Field(
         2, ge=1, le=MAX_WORKERS, strict=True, description="parallel workers; a run uses at most the CPUs it may use"
     )
     address: str | None = Field(None, description="dask scheduler address, e.g. tcp://10.0.0.5:8786")
-    api_host: str | None = Field(
-        None,
-        description="address of this machine on which the run's Prefect API listens for workers (default: "
-        "127.0.0.1, or with a scheduler on another host the address on the route to it)",
-    )
     progress: bool = Field(True, description="progress bars on stderr")
 
 

@@ -51,7 +51,7 @@ def server_pids(home_under: Path) -> list[int]:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> Path:
-    """One uninterrupted Prefect run (local thread-pool runner) of the small demo."""
+    """One uninterrupted Prefect run (the preset's runner: forked worker processes) of the small demo."""
     out = tmp_path_factory.mktemp("demo") / "out"
     home = out.parent / "home"  # a user's home of its own: Prefect must leave it alone
     home.mkdir()
@@ -179,11 +179,16 @@ def test_inline_runner_gives_the_same_bytes_as_prefect(demo_run, tmp_path) -> No
     ]
 
 
-@pytest.mark.slow
-def test_process_pool_runner_gives_the_same_bytes(demo_run, tmp_path) -> None:
-    proc = run_eqagen("generate", "demo", "--out", str(tmp_path / "p"), *SMALL, "--runner", "processes")
+@pytest.mark.parametrize("runner", ["dask", pytest.param("local", marks=pytest.mark.slow)])
+def test_every_runner_gives_the_bytes_of_the_processes_runner(demo_run, tmp_path, runner) -> None:
+    pytest.importorskip("distributed") if runner == "dask" else None
+    summary = tmp_path / "s.json"
+    proc = run_eqagen("generate", "demo", "--out", str(tmp_path / "p"), *SMALL, "--runner", runner,
+                      "--summary-json", str(summary))  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert shard_digests(tmp_path / "p") == shard_digests(demo_run)
+    units = {stage for stage, _, _, worker in json.loads(summary.read_text())["timeline"]["spans"] if worker != "main"}
+    assert "run_batch" in units, f"the batches ran as units of the {runner} runner's workers: {units}"
 
 
 def _start_and_interrupt(out: Path, sig: int, after_batches: int) -> tuple[int, int]:
@@ -231,7 +236,7 @@ def test_prefect_state_stays_under_the_output(demo_run) -> None:
     user_home = demo_run.parent / "home"
     assert not (user_home / ".prefect").exists(), "nothing of Prefect's in the user's home"
     summary = json.loads((demo_run.parent / "s.json").read_text())
-    assert summary["runner"] == "local" and summary["server_seconds"] > 0
+    assert summary["runner"] == "processes" and summary["server_seconds"] > 0
     assert summary["counts"]["episodes"] == 36
 
 

@@ -23,6 +23,7 @@ from eqagen.core.stages import StageLog, StageReport
 from eqagen.curation.partition import held_out_scene_share, held_out_scenes, partitions_scenes
 from eqagen.flows import ask, stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
+from eqagen.flows.timeline import WAITING, Timeline, critical_path, serial_seconds
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import episodes_table, questions_table
@@ -52,10 +53,22 @@ class RunSummary:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     orchestration_seconds: float = 0.0
-    server_seconds: float = 0.0  # Prefect server start-up, part of orchestration
+    server_seconds: float = 0.0  # Prefect server start-up (beside the work: waited for only if the work is done first)
     batches_total: int = 0
     batches_resumed: int = 0
     runner: str = "inline"
+    serial_seconds: float = 0.0  # wall time with fewer units running than the run has workers
+    critical_path: dict[str, float] = field(default_factory=dict)  # wall time by stage (eqagen.flows.timeline)
+    timeline: dict[str, Any] = field(default_factory=dict)
+
+    def record_timeline(self, timeline: Timeline, workers: int) -> None:
+        """The run's spans, and what they say: its critical path by stage, its serial seconds, and as
+        orchestration the time in which nothing ran (call once ``wall_seconds`` is set)."""
+        spans = timeline.relative()
+        self.timeline = timeline.to_dict(workers)
+        self.critical_path = critical_path(spans, self.wall_seconds)
+        self.serial_seconds = serial_seconds(spans, workers, self.wall_seconds)
+        self.orchestration_seconds = self.critical_path.get(WAITING, 0.0)
 
     @property
     def orchestration_share(self) -> float:
@@ -72,6 +85,9 @@ class RunSummary:
             "wall_seconds": round(self.wall_seconds, 4),
             "orchestration_seconds": round(self.orchestration_seconds, 4),
             "orchestration_share": round(self.orchestration_share, 4),
+            "serial_seconds": round(self.serial_seconds, 4),
+            "critical_path": {k: round(v, 4) for k, v in self.critical_path.items()},
+            "timeline": self.timeline,
         }
 
 
@@ -173,6 +189,7 @@ def finish(
     batch_names: list[str],
     summary: RunSummary,
     executor: Executor | None = None,
+    timeline: Timeline | None = None,
 ) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
     streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset. Its
@@ -180,34 +197,41 @@ def finish(
     the asks, the reading of the candidates' keys, every shard (read, paraphrased, written, its audit
     statistics made) and the audit's blind models and plots. What stays here is what needs every candidate
     at once, on the key table: balance, compose, split, and the merge of the units' small results. Each
-    stage's report goes to the run's :class:`StageLog`, which stats.json records as it is."""
+    stage's report goes to the run's :class:`StageLog`, which stats.json records as it is; each step is a
+    section of ``timeline``."""
     seconds, log = summary.stage_seconds, StageLog()
+    timeline = timeline or Timeline()
     batch_stats = ctx.store.read_stats(batch_names)
     programs = log.record(programs_report(batch_stats))
-    writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes only at commit
+    writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes at commit
     episode_shards = stream.submit_episode_shards(ctx.store, batch_names, writer, executor)
-    asked = ask_everywhere(config, ctx, batch_names, executor)
+    with timeline.section("ask"):
+        asked = ask_everywhere(config, ctx, batch_names, executor)
     seconds["ask"] = log.record(asked.report).seconds
     start = time.perf_counter()
-    files = ask.candidate_files(ctx.store, batch_names, asked.directories)
-    keys = stream.read_keys(files, stream.key_columns(config), executor)
+    with timeline.section("read"):
+        files = ask.candidate_files(ctx.store, batch_names, asked.directories)
+        keys = stream.read_keys(files, stream.key_columns(config), executor)
     seconds["read"] = time.perf_counter() - start
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
-    kept = stream.select(keys, config, log, held_out)
+    with timeline.section("select"):
+        kept = stream.select(keys, config, log, held_out)
     seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
     del keys  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
     start = time.perf_counter()
-    seconds["paraphrase"] = log.record(
-        stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
-    ).seconds
-    for shard in episode_shards:
-        writer.add_staged(*shard.result())
+    with timeline.section("write"):
+        seconds["paraphrase"] = log.record(
+            stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
+        ).seconds
+        for shard in episode_shards:
+            writer.add_staged(*shard.result())
     seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     start = time.perf_counter()
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
-    manifest, stats = writer.seal(identity, log, executor=executor)
+    with timeline.section("audit"):
+        manifest, stats = writer.seal(identity, log, executor=executor)
     seconds["audit"] = time.perf_counter() - start
     summary.counts = {
         **manifest["rows"],
@@ -233,11 +257,13 @@ def generate_inline(
     """The whole run in this process, without Prefect: the same units, the same bytes."""
     check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
     wall = time.perf_counter()
+    timeline = Timeline()
     out_dir = Path(out_dir)
     ctx = make_context(config, out_dir)
     summary = RunSummary(out_dir, runner="inline")
     start = time.perf_counter()
-    batches = stages.plan_batches(config.generation, config.seed)
+    with timeline.section("plan"):
+        batches = stages.plan_batches(config.generation, config.seed)
     summary.stage_seconds["plan"] = time.perf_counter() - start
     names = [b.name for b in batches]
     finished = ctx.store.done(names)
@@ -245,10 +271,11 @@ def generate_inline(
     for batch in batches:
         if batch.name in finished:
             continue  # resumed: the caller's progress already counts it (checkpoints.count_finished)
-        add_batch_seconds(summary.stage_seconds, run_batch(ctx, batch, sampler))
+        with timeline.section("run_batch"):
+            add_batch_seconds(summary.stage_seconds, run_batch(ctx, batch, sampler))
         if on_batch:
             on_batch(batch)
-    finish(config, ctx, names, summary)
+    finish(config, ctx, names, summary, None, timeline)
     summary.wall_seconds = time.perf_counter() - wall
-    summary.orchestration_seconds = max(0.0, summary.wall_seconds - sum(summary.stage_seconds.values()))
+    summary.record_timeline(timeline, 1)
     return summary

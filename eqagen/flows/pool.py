@@ -1,25 +1,25 @@
-"""The ``processes`` runner's worker processes: forked from the run once its imports are done, and fed
-batches from that moment on, while Prefect's server is still starting.
+"""The run's workers, and the driver that keeps them busy from the first moment of a run.
 
-Prefect's own ``ProcessPoolTaskRunner`` spawns its workers when the flow submits its first task, that is
-after the server answers, and each spawned worker imports Prefect and eqagen again (about 3.5 s of CPU
-each here) before its first batch; a Prefect task run inside a worker process also keeps an API client
-and an events worker of its own there. Here instead:
+A run's work does not wait for Prefect: :class:`RunDriver` starts every batch, in plan order, as soon as
+the workers exist (while Prefect's server is still starting: 4-5 s of one core here), and the finish as
+soon as the last batch is checkpointed. The Prefect flow (:mod:`eqagen.flows.generate`) records the same
+units as task runs, each waiting for the driver's result of its unit, so a failure still fails its task
+and the flow, and Prefect's bookkeeping runs beside the work instead of before it.
 
-- the workers are forked from the run's process after it has imported everything a batch needs, so they
-  start warm (no import at all) and share those pages with it;
-- they start on the first batches at once, in plan order, while the server boots (5-6 s of one core
-  here), one batch per worker, each finished one starting the next, until the flow takes over
-  (:meth:`BatchPool.hand_over`);
-- the flow's Prefect tasks (one per batch, in a thread pool in the run's process) hand their batch to
-  the pool and wait for its small summary; a task whose batch already started early waits for that run
-  instead of starting another. So every batch is still one Prefect task run, and the Prefect traffic stays
-  in the run's process.
+The workers (:class:`WorkerPool`), by runner:
 
-Forking is safe here: the pool is made before the flow starts Prefect's threads, its processes are all
-forked at once by the creating thread, and each worker replaces its standard streams (a progress bar's
-thread may have held their locks at that instant). A worker dies with the run (``PR_SET_PDEATHSIG``),
-ignores Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action.
+- ``processes``: :class:`ForkedPool`, processes forked from the run once its imports are done, so they
+  start warm (no import at all) and share those pages with it. Forking is safe here: the pool is made
+  before the run starts any thread of its own (Prefect's, the driver's), its processes are all forked at
+  once by the creating thread, and each worker replaces its standard streams (a progress bar's thread may
+  have held their locks at that instant). A worker dies with the run (``PR_SET_PDEATHSIG``), ignores
+  Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action.
+- ``dask``: a Dask cluster's workers behind ``distributed``'s executor (:mod:`eqagen.flows.runners`).
+- ``local``: threads of the run's own process (one interpreter lock: for debugging, not for speed); the
+  finish then runs in the run's process.
+
+Every pool's executor is wrapped in a :class:`~eqagen.flows.timeline.TimedExecutor`: each unit is timed
+where it runs, and the run's timeline tells its critical path and its serial time.
 """
 
 from __future__ import annotations
@@ -30,19 +30,17 @@ import os
 import signal
 import sys
 import threading
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
+from eqagen.config import PipelineConfig
 from eqagen.flows import pipeline, stages
 from eqagen.flows.server import _die_with_parent
+from eqagen.flows.timeline import TimedExecutor, Timeline
 
-_ACTIVE: list[BatchPool] = []  # the pool of the run in progress in this process (at most one)
-
-
-def active_pool() -> BatchPool | None:
-    return _ACTIVE[-1] if _ACTIVE else None
+WINDOW_PER_WORKER = 2  # units in flight per worker: one running, one queued so no worker waits
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -56,17 +54,11 @@ def _init_worker(parent_pid: int) -> None:
     sys.stderr = os.fdopen(os.dup(2), "w", buffering=1)
 
 
-class BatchPool:
-    """``workers`` processes forked now; :meth:`start_early` feeds them batches until :meth:`hand_over`,
-    :meth:`run` runs (or waits for) one batch."""
+class ForkedPool:
+    """``workers`` processes forked now, in this thread, with the run's imports already done; an Executor."""
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.resumed: set[str] = set()  # batches checkpointed before this run started
-        self._started: dict[str, tuple[pipeline.RunContext, stages.Batch, Future]] = {}
-        self._pending: deque[stages.Batch] = deque()
-        self._ctx: pipeline.RunContext | None = None
-        self._lock = threading.Lock()
         for stream in (sys.stdout, sys.stderr):  # else a child could write the parent's buffered text again
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -84,56 +76,8 @@ class BatchPool:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
-    @property
-    def early_batches(self) -> list[str]:
-        with self._lock:
-            return list(self._started)
-
-    def start_early(self, ctx: pipeline.RunContext, batches: list[stages.Batch]) -> None:
-        """Note which batches an earlier run finished, then start the first others, one per worker."""
-        self._ctx = ctx
-        self.resumed = ctx.store.done([b.name for b in batches])
-        with self._lock:
-            self._pending = deque(b for b in batches if b.name not in self.resumed)
-        for _ in range(self.workers):
-            self._start_next()
-
-    def _start_next(self) -> None:
-        with self._lock:
-            if not self._pending or self._ctx is None:
-                return
-            batch = self._pending.popleft()
-            future = self.executor.submit(pipeline.run_batch, self._ctx, batch)
-            self._started[batch.name] = (self._ctx, batch, future)
-        future.add_done_callback(self._early_batch_done)
-
-    def _early_batch_done(self, future: Future) -> None:
-        if not future.cancelled() and future.exception() is None:
-            self._start_next()
-
-    def hand_over(self) -> None:
-        """The flow takes over: no further batch starts early (those started run to their end)."""
-        with self._lock:
-            self._pending.clear()
-
-    def run(self, ctx: pipeline.RunContext, batch: stages.Batch) -> dict[str, Any]:
-        """The summary of ``batch``: from its early run if it had one, else from a run started now."""
-        with self._lock:
-            early = self._started.get(batch.name)
-            if early is None or early[:2] != (ctx, batch):
-                early = None
-                self._pending.clear()
-        future = early[2] if early else self.executor.submit(pipeline.run_batch, ctx, batch)
-        return future.result()
-
-    def submit(self, fn: Any, /, *args: Any) -> Future:
-        """Run ``fn(*args)`` on a worker: other CPU-bound work of the run (e.g. the dataset-level stages,
-        when the workers are idle) can use these warm processes instead of spawning new ones."""
-        return self.executor.submit(fn, *args)
-
     def close(self, cancel: bool) -> None:
         """Stop the workers: at once (``cancel``: an error, SIGTERM, Ctrl-C), else once idle."""
-        self.hand_over()
         if cancel:  # the executor has no public way to stop a running job
             for process in list(getattr(self.executor, "_processes", {}).values()):
                 with contextlib.suppress(Exception):
@@ -141,15 +85,120 @@ class BatchPool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass
+class WorkerPool:
+    """A run's workers: ``executor`` (timed) runs their units, ``workers`` of them at once; ``finish_on_workers``
+    is false where they share the run's interpreter (threads), so the finish runs in the run's process."""
+
+    executor: Executor
+    workers: int
+    timeline: Timeline
+    finish_on_workers: bool
+    close: Callable[[bool], None]  # close(cancel): stop the workers, at once when cancel
+
+    @property
+    def finish_executor(self) -> Executor | None:
+        return self.executor if self.finish_on_workers else None
+
+
 @contextlib.contextmanager
-def batch_pool(workers: int) -> Iterator[BatchPool]:
-    """The pool for the block's duration, found by :func:`active_pool` in this process."""
-    pool = BatchPool(workers)
-    _ACTIVE.append(pool)
+def worker_pool(executor: Executor, workers: int, timeline: Timeline, finish_on_workers: bool,
+                close: Callable[[bool], None]) -> Iterator[WorkerPool]:  # fmt: skip
+    """The pool for the block's duration: closed at once if the block fails, else once its units are done."""
+    pool = WorkerPool(TimedExecutor(executor, timeline), workers, timeline, finish_on_workers, close)
     failed = True
     try:
         yield pool
         failed = False
     finally:
-        _ACTIVE.remove(pool)
-        pool.close(cancel=failed)
+        pool.close(failed)
+
+
+@contextlib.contextmanager
+def forked_pool(workers: int, timeline: Timeline) -> Iterator[WorkerPool]:
+    forked = ForkedPool(workers)
+    with worker_pool(forked.executor, workers, timeline, True, forked.close) as pool:
+        yield pool
+
+
+@contextlib.contextmanager
+def thread_pool(workers: int, timeline: Timeline) -> Iterator[WorkerPool]:
+    threads = ThreadPoolExecutor(workers, thread_name_prefix="eqagen-batch")
+
+    def close(cancel: bool) -> None:
+        threads.shutdown(wait=True, cancel_futures=cancel)
+
+    with worker_pool(threads, workers, timeline, False, close) as pool:
+        yield pool
+
+
+class RunDriver:
+    """One run's work, from the moment :meth:`start` is called: the batches not checkpointed yet, in plan
+    order, at most ``WINDOW_PER_WORKER`` per worker in flight (so checkpoints follow the workers and memory
+    follows the window, not the dataset), then the finish. :meth:`batch` and :attr:`finished` are the
+    futures the flow's tasks wait on."""
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        ctx: pipeline.RunContext,
+        pool: WorkerPool,
+        summary: pipeline.RunSummary,
+        on_batch: Callable[[Any], None] | None = None,
+    ):
+        self.config, self.ctx, self.pool, self.summary = config, ctx, pool, summary
+        self.on_batch = on_batch or (lambda batch: None)
+        with pool.timeline.section("plan"):
+            self.batches = stages.plan_batches(config.generation, config.seed)
+        self.names = [b.name for b in self.batches]
+        self.resumed = ctx.store.done(self.names)
+        self.todo = [b for b in self.batches if b.name not in self.resumed]
+        summary.batches_total, summary.batches_resumed = len(self.batches), len(self.resumed)
+        self._futures: dict[str, Future] = {b.name: Future() for b in self.todo}
+        self.finished: Future = Future()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eqagen-driver", daemon=True)
+
+    def start(self) -> RunDriver:
+        self._thread.start()
+        return self
+
+    def batch(self, name: str) -> Future:
+        return self._futures[name]
+
+    def stop(self) -> None:
+        """Start nothing more (the run is ending early: an error, SIGTERM, Ctrl-C)."""
+        self._stopped.set()
+
+    def _run(self) -> None:
+        try:
+            self._run_batches()
+            executor = self.pool.finish_executor
+            summary = pipeline.finish(self.config, self.ctx, self.names, self.summary, executor, self.pool.timeline)
+            self.finished.set_result(summary)
+        except BaseException as error:
+            self.stop()
+            for future in [*self._futures.values(), self.finished]:
+                if not future.done():
+                    future.set_exception(error)
+
+    def _run_batches(self) -> None:
+        """Submit from this thread only (a Dask client's callbacks run on its event loop, where submitting
+        again is not allowed), refilling the window as batches finish."""
+        window = max(2, WINDOW_PER_WORKER * self.pool.workers)
+        queue = iter(self.todo)
+        running: dict[Future, stages.Batch] = {}
+        while True:
+            while len(running) < window and not self._stopped.is_set() and (batch := next(queue, None)):
+                running[self.pool.executor.submit(pipeline.run_batch, self.ctx, batch)] = batch
+            if not running:
+                if self._stopped.is_set():
+                    raise RuntimeError("the run was stopped")
+                return
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                batch = running.pop(future)
+                result = future.result()  # a failed batch fails the run, its error first
+                pipeline.add_batch_seconds(self.summary.stage_seconds, result)
+                self._futures[batch.name].set_result(result)
+                self.on_batch(batch)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -15,28 +13,6 @@ from eqagen.flows.pipeline import RunSummary
 
 STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "split", "paraphrase",
                "write", "audit")  # fmt: skip
-
-
-# Callbacks told of each finished batch. Kept here, not in the flow's module: a process-pool runner
-# pickles the flow, and with it whatever its globals hold (a live progress bar holds locks).
-_BATCH_LISTENERS: list[Callable[[Any], None]] = []
-
-
-def notify_batch(info: Any = None) -> None:
-    for listener in list(_BATCH_LISTENERS):
-        listener(info)
-
-
-@contextlib.contextmanager
-def batch_listener(callback: Callable[[Any], None] | None) -> Iterator[None]:
-    if callback is None:
-        yield
-        return
-    _BATCH_LISTENERS.append(callback)
-    try:
-        yield
-    finally:
-        _BATCH_LISTENERS.remove(callback)
 
 
 class BatchProgress:
@@ -84,7 +60,9 @@ def stage_table(summary: RunSummary) -> Table:
     order = {name: i for i, name in enumerate(STAGE_ORDER)}
     for stage, secs in sorted(summary.stage_seconds.items(), key=lambda kv: order.get(kv[0], len(order))):
         table.add_row(stage, f"{secs:.2f}")
-    table.add_row("orchestration (all)", f"{summary.orchestration_seconds:.2f} ({summary.orchestration_share:.0%})")
+    table.add_row("waiting: nothing ran (imports, Prefect)", f"{summary.orchestration_seconds:.2f} "
+                  f"({summary.orchestration_share:.0%})")  # fmt: skip
+    table.add_row("serial: fewer workers busy than the run has", f"{summary.serial_seconds:.2f}")
     table.add_row("[bold]wall", f"[bold]{summary.wall_seconds:.2f}")
     return table
 

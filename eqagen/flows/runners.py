@@ -1,27 +1,20 @@
-"""Task runners: where the batched units run (a thread pool, the run's worker processes, or a Dask cluster).
+"""Runners: which workers run a generate run's units (see :mod:`eqagen.flows.pool` for how they are fed).
 
-- ``local``: Prefect's thread pool runs each batch in this process.
-- ``processes``: Prefect's thread pool hands each batch to worker processes forked from this one
-  (:mod:`eqagen.flows.pool`), which start on the first batches while the Prefect server is starting.
-- ``dask`` (the ``dask`` extra): the flow stays in this process and sends its batch tasks to a Dask
-  cluster through prefect-dask's ``DaskTaskRunner`` -- an existing one (``--address tcp://HOST:PORT``)
-  or a local one of ``runner.workers`` processes started for the run.
+- ``processes``: processes forked from the run once its imports are done (:func:`eqagen.flows.pool.forked_pool`).
+- ``dask`` (the ``dask`` extra): the workers of a Dask cluster, through ``distributed``'s executor: an
+  existing cluster (``--address tcp://HOST:PORT``), or a local one of ``runner.workers`` single-threaded
+  worker processes started for the run (:func:`dask_pool`).
+- ``local``: threads of the run's own process (:func:`eqagen.flows.pool.thread_pool`).
+- ``inline`` (no Prefect) is not a pool: :func:`eqagen.flows.pipeline.generate_inline`.
 
-- One Prefect task per batch: episodes, programs and the batch's checkpoint in one go on one worker,
-  returning only a small summary. Each Prefect task on Dask costs about 85 ms of orchestration
-  (task-run creation and state changes through the API, plus Dask's own scheduling), so a task must
-  carry seconds of work: a batch of tens of episodes does (20-50 episodes take 5-20 s here), and no
-  episode ever travels between workers or back to the flow.
-- Every worker talks to the one Prefect API server the run started: prefect-dask ships the flow's
-  settings context (``PREFECT_API_URL`` included) with every task, and :class:`SharedPrefectApi` puts
-  the URL into each worker's environment too, so no worker starts a server of its own. The server
-  listens where the workers reach it (:func:`eqagen.flows.server.api_host`: 127.0.0.1 for a cluster on
-  this machine, else the address on the route to the scheduler, or ``--api-host``).
-- Every Prefect runner (threads, processes, Dask) uses these whole-batch tasks with at most
-  ``WINDOW_PER_WORKER`` per worker in flight (:func:`run_batches_whole`).
-- Workers write the checkpoints themselves, so they must see the output directory at the same path
-  (a shared file system for a multi-machine cluster; always true for a local one). For an existing
-  cluster this is checked before any batch runs (:func:`check_shared_directory`).
+Every runner runs the same units, module-level functions of small arguments (a batch, one batch's share of
+an ask round, a shard), and no unit talks to Prefect: the run's Prefect flow records them from the run's
+own process (:mod:`eqagen.flows.generate`), so Dask workers need no route to the run's Prefect API, and
+its server listens on 127.0.0.1 only.
+
+Workers read the checkpoints and write checkpoints and shards themselves, so they must see the output
+directory at the same path (a shared file system for a multi-machine cluster; always true for a local
+one). For an existing cluster this is checked before any unit runs (:func:`check_shared_directory`).
 
 The output does not depend on the runner: every unit is deterministic in its inputs, batches are
 checkpointed under their own names and the finish reads them in plan order.
@@ -29,85 +22,20 @@ checkpointed under their own names and the finish reads them in plan order.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-from prefect.context import FlowRunContext
-from prefect.futures import as_completed
-
 from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError, DataFileError
-from eqagen.flows import pipeline, stages
-from eqagen.flows.pool import active_pool
-from eqagen.flows.server import api_host, scheduler_host  # noqa: F401  (where the API listens)
-
-WINDOW_PER_WORKER = 2  # tasks in flight per worker: one running, one queued so no worker waits
-
-
-@task(name="sample-batch", cache_policy=NO_CACHE, persist_result=False, retries=0)
-def batch_task(ctx: pipeline.RunContext, batch: stages.Batch) -> dict[str, Any]:
-    """Episodes, programs and the checkpoint of one batch; only the small summary goes back. With the
-    ``processes`` runner the batch runs in the run's worker processes (:mod:`eqagen.flows.pool`)."""
-    pool = active_pool()  # None on a Dask worker and with the thread runner
-    return pool.run(ctx, batch) if pool else pipeline.run_batch(ctx, batch)
-
-
-def dask_task_runner(runner: RunnerConfig) -> Any:
-    """prefect-dask's runner on the cluster at ``runner.address``, or on a local cluster of ``workers``
-    single-threaded processes (the work is pure Python: threads would share one interpreter lock)."""
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError:
-        raise ConfigError(
-            "runner.kind", "'dask' needs prefect-dask and distributed", "pip install 'eqagen[dask]'"
-        ) from None
-    if runner.address:
-        scheduler_host(runner.address)  # a clear error before any connection attempt
-        return DaskTaskRunner(address=runner.address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": runner.workers, "threads_per_worker": 1, "processes": True})
-
-
-# Settings every worker process needs in its environment, not only in the settings context that comes with
-# each task: Prefect's events worker, started lazily in a worker, spawns a hidden API server of its own
-# whenever it finds no API URL (at interpreter exit, for instance).
-SHARED_SETTINGS = (
-    "PREFECT_API_URL",
-    "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE",
-    "PREFECT_LOGGING_TO_API_ENABLED",
-    "PREFECT_RESULTS_PERSIST_BY_DEFAULT",
-)
-
-
-class SharedPrefectApi:
-    """A Dask worker plugin that points every worker, present and joining later, at the run's API."""
-
-    name = "eqagen-prefect-api"
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
-
-    def setup(self, worker: Any) -> None:
-        os.environ.update(self.env)
-
-    def teardown(self, worker: Any) -> None:
-        return None
-
-
-def share_api_with_workers(client: Any) -> int:
-    """Register :class:`SharedPrefectApi` on the cluster of ``client``; returns the number of workers."""
-    from distributed.diagnostics.plugin import WorkerPlugin
-
-    env = {k: os.environ[k] for k in SHARED_SETTINGS if k in os.environ}
-    plugin = type("SharedPrefectApiPlugin", (SharedPrefectApi, WorkerPlugin), {})(env)
-    client.register_plugin(plugin, name=SharedPrefectApi.name)
-    return len(client.scheduler_info().get("workers", {}))
-
+from eqagen.flows.pool import WorkerPool, forked_pool, thread_pool, worker_pool
+from eqagen.flows.server import scheduler_host
+from eqagen.flows.timeline import Timeline
 
 # --- the checkpoint directory must be one directory for the run and every worker --------------------
 
@@ -163,51 +91,67 @@ def check_shared_directory(directory: Path, run_on_workers: Callable[..., dict[s
     return len(views)
 
 
-def check_cluster_shares(address: str, directory: Path) -> int:
-    """Before the run starts: connect to the scheduler at ``address`` and check that every worker shares
-    ``directory`` (:func:`check_shared_directory`); returns the number of workers."""
-    from distributed import Client
+# --- the pools ------------------------------------------------------------------------------------
 
+
+def open_pool(
+    runner: RunnerConfig, store_root: Path, timeline: Timeline
+) -> contextlib.AbstractContextManager[WorkerPool]:
+    """The run's workers for ``runner.kind`` (``processes``, ``dask`` or ``local``)."""
+    if runner.kind == "processes":
+        return forked_pool(runner.workers, timeline)
+    if runner.kind == "dask":
+        return dask_pool(runner, store_root, timeline)
+    if runner.kind == "local":
+        return thread_pool(runner.workers, timeline)
+    raise ValueError(f"runner '{runner.kind}' has no workers of its own")
+
+
+def dask_client(runner: RunnerConfig) -> Any:
+    """A ``distributed`` client: of the cluster at ``runner.address``, or of a local cluster of ``runner.workers``
+    single-threaded worker processes (the work is pure Python: threads would share one interpreter lock)."""
     try:
-        client = Client(address, timeout=CONNECT_TIMEOUT_S)
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("runner.kind", "'dask' needs distributed", "pip install 'eqagen[dask]'") from None
+    if not runner.address:
+        # forked, as the processes runner's workers are: warm, with the run's imports done (spawned ones take
+        # 3 s to start here, and each imports eqagen again before its first unit)
+        with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+            cluster = LocalCluster(
+                n_workers=runner.workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )  # fmt: skip
+        return Client(cluster)
+    scheduler_host(runner.address)  # a clear error before any connection attempt
+    try:
+        return Client(runner.address, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError) as err:
         raise ConfigError(
-            "runner.address", f"cannot connect to the Dask scheduler at {address} ({err})",
+            "runner.address", f"cannot connect to the Dask scheduler at {runner.address} ({err})",
             "the address of a running scheduler, e.g. tcp://10.0.0.5:8786",
         ) from None  # fmt: skip
-    with client:
-        return check_shared_directory(directory, client.run)
 
 
-def share_api_with_flow_workers() -> int:
-    """Point every worker of the current flow's Dask cluster at the run's API; returns the number of workers."""
-    return share_api_with_workers(FlowRunContext.get().task_runner.client)  # type: ignore[union-attr]
+@contextlib.contextmanager
+def dask_pool(runner: RunnerConfig, store_root: Path, timeline: Timeline) -> Iterator[WorkerPool]:
+    """The Dask cluster's workers as the run's pool; for an existing cluster, only once every worker has been
+    seen to share the run's checkpoint directory."""
+    client = dask_client(runner)
+    cluster = None if runner.address else client.cluster  # an existing cluster is not ours to close
 
+    def close(cancel: bool) -> None:
+        if cancel:
+            client.cancel(list(client.futures.values()), force=True)
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
-def run_batches_whole(
-    ctx: pipeline.RunContext,
-    todo: list[stages.Batch],
-    summary: pipeline.RunSummary,
-    on_batch: Callable,
-    runner: RunnerConfig,
-) -> None:
-    """One task per batch, summaries as they finish, at most ``WINDOW_PER_WORKER`` tasks per worker in flight.
-
-    Whole-batch tasks: nothing large crosses a process or the network (the task returns a small summary).
-    The window: submitting every batch at once makes a thread or process pool run every batch's first
-    stage before any batch's second (it is first in, first out), so no checkpoint is written until all
-    episodes exist and all of them sit in memory; and the flow's own memory (task runs, futures, their
-    states) grows with the dataset instead of the number of workers."""
-    n_workers = share_api_with_flow_workers() if runner.kind == "dask" else runner.workers
-    window = max(2, WINDOW_PER_WORKER * n_workers)
-    queue = iter(todo)
-    running: set[Any] = set()
-    while True:
-        while len(running) < window and (batch := next(queue, None)) is not None:
-            running.add(batch_task.submit(ctx, batch))
-        if not running:
-            return
-        fut = next(as_completed(list(running)))
-        running.discard(fut)
-        pipeline.add_batch_seconds(summary.stage_seconds, fut.result())
-        on_batch(None)
+    try:
+        workers = check_shared_directory(store_root, client.run) if runner.address else runner.workers
+    except BaseException:
+        close(True)
+        raise
+    with worker_pool(client.get_executor(pure=False), workers, timeline, True, close) as pool:
+        yield pool

@@ -15,8 +15,7 @@ itself, with:
   minute); after :data:`MAX_RESTARTS` restarts, or when one fails, the run ends at once with one line
   (exit status 1) instead of minutes of retries against a dead API. Finished batches are kept.
 
-It listens on 127.0.0.1 unless told otherwise: workers of a Dask cluster on other machines need it on
-the address by which they reach this one (``host``; :func:`eqagen.flows.runners.api_host` picks it).
+It listens on 127.0.0.1: only the run's own process talks to it (no worker does, on any runner).
 
 :func:`prefect_environment` must be applied before ``prefect`` is first imported: Prefect reads its
 settings from the environment at import time.
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ipaddress
+import importlib.util
 import os
 import shutil
 import signal
@@ -38,10 +37,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlparse
 
-from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError
 from eqagen.outputs.atomic import atomic_path
 
@@ -105,69 +104,6 @@ def scheduler_host(address: str) -> str:
     return parsed.hostname
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def api_host(runner: RunnerConfig) -> str:
-    """Where the run's Prefect API server listens, and the address every worker is given for it.
-
-    ``runner.api_host`` (``--api-host``) when set: it must be an address of this machine. Otherwise the
-    loopback interface for local runners and for a cluster whose scheduler is on this machine, else this
-    machine's address on the route to the scheduler (found by connecting a UDP socket, which sends
-    nothing): the interface remote workers reach this machine by, on a typical cluster network."""
-    explicit = getattr(runner, "api_host", None)
-    if explicit:
-        return checked_local_address(explicit)
-    if runner.kind != "dask" or not runner.address:
-        return LOOPBACK
-    host = scheduler_host(runner.address)
-    if is_loopback(host):
-        return LOOPBACK
-    return route_address(host)
-
-
-def route_address(host: str) -> str:
-    """This machine's address on the route to ``host``."""
-    try:
-        infos = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)
-    except OSError as err:
-        raise ConfigError("runner.address", f"cannot resolve the scheduler host '{host}' ({err})") from None
-    family, _, _, _, sockaddr = infos[0]
-    with socket.socket(family, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(sockaddr)
-        except OSError as err:
-            raise ConfigError(
-                "runner.address", f"cannot route to the scheduler host '{host}' ({err})", "--api-host ADDRESS"
-            ) from None
-        return str(s.getsockname()[0])
-
-
-def checked_local_address(host: str) -> str:
-    """``host`` if the API server can listen on it (an address of this machine), else a ConfigError."""
-    if host in ("0.0.0.0", "::"):
-        raise ConfigError(
-            "runner.api_host", f"'{host}' listens everywhere but is no address workers can connect to",
-            "this machine's address on the network the workers share, e.g. 10.0.0.4",
-        )  # fmt: skip
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-    except OSError as err:
-        raise ConfigError(
-            "runner.api_host", f"cannot listen on '{host}' ({err.strerror or err})",
-            "an address of one of this machine's interfaces (see `hostname -I`)",
-        ) from None  # fmt: skip
-    return host
-
-
 def _die_with_parent(parent_pid: int) -> None:
     """Runs in the child before exec: ask the kernel for SIGKILL when the parent dies."""
     with contextlib.suppress(OSError, AttributeError):
@@ -184,9 +120,8 @@ def template_path() -> Path:
     directory starts from a copy of this one instead. It holds no run data: it is copied right after
     the server has created it, before any flow ran.
     """
-    import prefect
-
-    return Path(tempfile.gettempdir()) / f"eqagen-prefect-{prefect.__version__}-uid{os.getuid()}" / "empty.db"
+    version = metadata.version("prefect")  # not `import prefect`: the run forks its workers before that import
+    return Path(tempfile.gettempdir()) / f"eqagen-prefect-{version}-uid{os.getuid()}" / "empty.db"
 
 
 def seed_database(db: Path) -> None:
@@ -279,10 +214,10 @@ class LocalPrefectServer:
         return api_url_for(self.host, self.port)
 
     def _command(self) -> list[str]:
-        import prefect
-
+        spec = importlib.util.find_spec("prefect")  # where it is, without importing it (the run does that later)
+        site = Path(spec.origin).parent.parent if spec and spec.origin else Path(sys.prefix)
         return [
-            sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
+            sys.executable, "-m", "uvicorn", "--app-dir", str(site),
             "--factory", "prefect.server.api.server:create_app", "--host", self.host,
             "--port", str(self.port), "--log-level", "error", "--lifespan", "on",
         ]  # fmt: skip

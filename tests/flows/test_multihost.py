@@ -1,8 +1,7 @@
 """What a Dask cluster on other machines needs, tested on this one machine.
 
-- The run's Prefect API listens where remote workers can reach it: on the address of the interface that
-  routes to the scheduler (here: this machine's own non-loopback address, e.g. eth0), or on the one
-  ``runner.api_host`` / ``--api-host`` forces; 127.0.0.1 for a scheduler on loopback.
+- No worker talks to the run's Prefect API (the flow records the units from the run's own process), so
+  the API stays on 127.0.0.1 whatever the cluster's addresses, and workers get no API URL.
 - Every worker must see the checkpoint directory: checked before any batch, with an error naming the
   directory and the fix. The end-to-end check starts a real Dask worker in a mount namespace of its own
   whose view of the output's parent is an empty tmpfs -- a worker on another machine without the shared
@@ -21,13 +20,12 @@ import sys
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
-from eqagen.config import load_config
+from eqagen.config import RunnerConfig
 from eqagen.core import ConfigError, DataFileError
 from eqagen.flows.runners import check_shared_directory, token_file, worker_view
-from eqagen.flows.server import LocalPrefectServer, api_host, api_url_for, checked_local_address, free_port
+from eqagen.flows.server import api_url_for, free_port
 
 BIN = Path(sys.executable).parent
 
@@ -47,64 +45,9 @@ OWN = own_address()
 needs_own_address = pytest.mark.skipif(OWN is None, reason="this machine has no non-loopback IPv4 address")
 
 
-def runner(*overrides: str):
-    return load_config("demo", list(overrides)).runner
-
-
-def test_loopback_scheduler_and_local_runners_keep_the_api_on_loopback() -> None:
-    assert api_host(runner()) == "127.0.0.1"
-    assert api_host(runner("runner.kind=processes")) == "127.0.0.1"
-    assert api_host(runner("runner.kind=dask")) == "127.0.0.1"  # a local cluster
-    for address in ("tcp://127.0.0.1:8786", "tcp://localhost:8786", "127.0.0.2:8786"):
-        assert api_host(runner("runner.kind=dask", f"runner.address={address}")) == "127.0.0.1", address
-
-
-@needs_own_address
-def test_remote_scheduler_gets_the_address_of_the_interface_routing_to_it() -> None:
-    # The scheduler on this machine's own non-loopback address: the route to it has that source address.
-    assert api_host(runner("runner.kind=dask", f"runner.address=tcp://{OWN}:8786")) == OWN
-    # A scheduler elsewhere on the network (TEST-NET, unreachable but routable): the default route's source.
-    assert api_host(runner("runner.kind=dask", "runner.address=tcp://192.0.2.200:8786")) == OWN
-
-
-@needs_own_address
-def test_api_host_forced_by_config_or_flag() -> None:
-    assert api_host(runner("runner.kind=dask", "runner.address=tcp://127.0.0.1:8786", f"runner.api_host={OWN}")) == OWN
-    assert api_host(runner(f"runner.api_host={OWN}")) == OWN
-    from eqagen.cli import _config_overrides, build_parser
-
-    args = build_parser().parse_args(["generate", "demo", "--out", "x", "--runner", "dask", "--api-host", OWN])
-    assert f"runner.api_host={OWN}" in _config_overrides(args)
-
-
-def test_api_host_must_be_an_address_of_this_machine() -> None:
-    for bad in ("0.0.0.0", "::", "203.0.113.9"):  # 203.0.113.0/24 is TEST-NET-3: never a local address
-        with pytest.raises(ConfigError, match=r"runner\.api_host"):
-            checked_local_address(bad)
-        with pytest.raises(ConfigError, match=r"runner\.api_host"):
-            api_host(runner(f"runner.api_host={bad}"))
-    assert checked_local_address("127.0.0.1") == "127.0.0.1"
-
-
-def test_an_unroutable_scheduler_is_a_config_error_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match=r"runner\.address"):
-        api_host(runner("runner.kind=dask", "runner.address=tcp://no-such-host.invalid:8786"))
-
-
 def test_api_url_brackets_ipv6() -> None:
     assert api_url_for("10.0.0.4", 4200) == "http://10.0.0.4:4200/api"
     assert api_url_for("fd00::2", 4200) == "http://[fd00::2]:4200/api"
-
-
-@pytest.mark.slow  # a real Prefect server start (6-30 s here)
-@needs_own_address
-def test_server_listens_on_the_chosen_address_only(tmp_path: Path) -> None:
-    port = free_port(OWN)
-    with LocalPrefectServer(tmp_path / "prefect", port, host=OWN) as url:
-        assert url == f"http://{OWN}:{port}/api"
-        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
-        with pytest.raises(httpx.ConnectError):  # bound to that interface, not to every one
-            httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=10)
 
 
 # --- the shared checkpoint directory ------------------------------------------------------------------
@@ -160,7 +103,7 @@ def can_unshare() -> bool:
 @pytest.mark.slow  # a scheduler, two workers and a Prefect server: about a minute here
 @pytest.mark.skipif(not can_unshare(), reason="needs root and unshare(1) for a worker with its own mount namespace")
 def test_a_worker_that_cannot_see_the_output_stops_the_run_with_a_clear_error(tmp_path: Path) -> None:
-    pytest.importorskip("prefect_dask")
+    pytest.importorskip("distributed")
     from tests.flows.test_dask import start, stop, wait_for_workers
 
     shared = tmp_path / "shared"
@@ -199,11 +142,11 @@ def worker_api_urls(address: str) -> dict[str, str | None]:
 
 @pytest.mark.slow  # a scheduler, two workers, a Dask run and an inline run of a small demo: 1-3 minutes here
 @needs_own_address
-def test_cluster_on_a_non_loopback_address_uses_the_api_there_and_gives_local_bytes(tmp_path: Path) -> None:
+def test_cluster_on_a_non_loopback_address_needs_no_api_and_gives_local_bytes(tmp_path: Path) -> None:
     """The scheduler and workers listen on this machine's own non-loopback address, as a cluster on other
-    machines would: the run's API is served on that address, every worker is pointed at it, none starts a
-    server of its own, and the shards equal an inline run's."""
-    pytest.importorskip("prefect_dask")
+    machines would: no worker is given the run's API or starts a server of its own, and the shards equal an
+    inline run's."""
+    pytest.importorskip("distributed")
     from tests.flows.test_dask import start, stop, wait_for_workers
     from tests.processes import prefect_servers
     from tests.test_cli import shard_digests
@@ -230,7 +173,7 @@ def test_cluster_on_a_non_loopback_address_uses_the_api_there_and_gives_local_by
         assert prefect_servers(marker) == [], "a worker started a Prefect server of its own"
     finally:
         stop(procs)
-    assert len(urls) == 2 and all(u and u.startswith(f"http://{OWN}:") for u in urls.values()), urls
+    assert urls == {w: None for w in urls} and len(urls) == 2, f"a worker was given the run's API: {urls}"
     inline = tmp_path / "inline"
     cmd = [sys.executable, "-m", "eqagen.cli", "generate", "demo", "--out", str(inline), "--runner", "inline", *small]
     assert subprocess.run(cmd, capture_output=True, timeout=600, check=False).returncode == 0
@@ -242,7 +185,8 @@ def test_an_unreachable_scheduler_is_a_config_error_before_anything_runs(tmp_pat
     from eqagen.flows import runners
 
     monkeypatch.setattr(runners, "CONNECT_TIMEOUT_S", 2)  # nothing listens on port 1: no need to wait 30 s
+    runner = RunnerConfig(kind="dask", address="tcp://127.0.0.1:1")
     with pytest.raises(
         ConfigError, match=r"runner\.address.*cannot connect to the Dask scheduler at tcp://127.0.0.1:1"
     ):
-        runners.check_cluster_shares("tcp://127.0.0.1:1", tmp_path / "out")
+        runners.dask_client(runner)

@@ -1,6 +1,7 @@
-"""The ``processes`` runner's worker pool (eqagen.flows.pool): batches start before the flow, the flow gets
-those very runs (no batch runs twice), batches finished by an earlier run are not started, the checkpoints
-equal an inline run's, and the workers never outlive the run."""
+"""The run's workers and its driver (eqagen.flows.pool): every batch starts at once, before and without
+any Prefect flow, in plan order, each exactly once; batches finished by an earlier run are not started;
+the checkpoints and the shards equal an inline run's; a failed batch fails the run and starts nothing
+more; and the workers never outlive the run."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import pyarrow as pa
 import pytest
 
 from eqagen.flows import pipeline, stages
-from eqagen.flows.pool import BatchPool, active_pool, batch_pool
+from eqagen.flows.pool import ForkedPool, RunDriver, forked_pool
+from eqagen.flows.timeline import Timeline
 from tests.processes import alive
+from tests.test_cli import shard_digests
 
 
 def wait_until(predicate, timeout: float = 120.0) -> None:
@@ -33,59 +36,68 @@ def plan(config) -> list[stages.Batch]:
     return stages.plan_batches(config.generation, config.seed)
 
 
-def test_batches_start_early_and_the_flow_gets_those_runs(tmp_path: Path, small_config) -> None:
+def test_the_driver_runs_every_batch_once_in_plan_order_then_the_finish(tmp_path: Path, small_config) -> None:
     config = small_config("generation.n_episodes=30", "generation.batch_size=3")  # 10 batches
     ctx, batches = pipeline.make_context(config, tmp_path / "pool"), plan(config)
     pipeline.run_batch(ctx, batches[2])  # an earlier, interrupted run finished batch 2
     todo = [b for b in batches if b.name != batches[2].name]
-    with batch_pool(2) as pool:
-        assert active_pool() is pool
+    timeline = Timeline()
+    with forked_pool(2, timeline) as pool:
         submitted: list[str] = []
         submit = pool.executor.submit
 
         def counting_submit(fn, *args):  # counts, then submits for real
-            submitted.append(args[1].name if len(args) > 1 else "")
+            submitted.append(args[1].name if fn is pipeline.run_batch else fn.__name__)
             return submit(fn, *args)
 
         pool.executor.submit = counting_submit
-        pool.start_early(ctx, batches)
-        assert pool.resumed == {batches[2].name}
-        wait_until(lambda: len(ctx.store.done([b.name for b in todo])) >= 3)  # each finished one starts the next
-        pool.hand_over()
-        early = pool.early_batches
-        assert early == [b.name for b in todo[: len(early)]], "early batches follow the plan"
-        assert len(early) >= 4 and batches[2].name not in early
-        time.sleep(0.3)
-        assert pool.early_batches == early, "nothing starts after the hand-over"
-        # The flow plans again and makes its own context: equal values, other objects.
-        flow_ctx, flow_batches = pipeline.make_context(config, Path(str(tmp_path / "pool"))), plan(config)
-        summaries = {b.name: pool.run(flow_ctx, b) for b in flow_batches if b.name != batches[2].name}
-    assert active_pool() is None
-    assert sorted(submitted) == sorted(b.name for b in todo), "every batch ran exactly once"
-    assert all(summaries[b.name]["batch"] == b.name for b in todo)
-    inline = pipeline.make_context(config, tmp_path / "inline")
-    for b in batches:
-        pipeline.run_batch(inline, b)
+        summary = pipeline.RunSummary(ctx.out_dir)
+        driver = RunDriver(config, ctx, pool, summary).start()
+        assert driver.resumed == {batches[2].name} and driver.todo == todo
+        finished = driver.finished.result(timeout=300)
+    batch_runs = [name for name in submitted if name.startswith("batch-")]
+    assert batch_runs == [b.name for b in todo], "every batch not yet done, once, in plan order"
+    assert finished is summary and summary.batches_resumed == 1 and summary.counts["questions_total"] > 0
+    assert [s.stage for s in timeline.relative() if s.stage == "run_batch"] == ["run_batch"] * len(todo)
+    inline_out = tmp_path / "inline"
+    pipeline.generate_inline(config, inline_out)
     names = [b.name for b in batches]
+    inline = pipeline.make_context(config, inline_out)
     for read in ("read_questions", "read_episodes"):
         ours, theirs = getattr(ctx.store, read)(names), getattr(inline.store, read)(names)
         assert isinstance(ours, pa.Table) and ours.num_rows > 0 and ours.equals(theirs), read
+    assert shard_digests(ctx.out_dir) == shard_digests(inline_out) != {}
 
 
-def test_a_batch_the_flow_asks_for_that_did_not_start_early_runs_now(tmp_path: Path, small_config) -> None:
-    config = small_config()
-    ctx, batches = pipeline.make_context(config, tmp_path), plan(config)
-    with batch_pool(1) as pool:  # never given early batches
-        summary = pool.run(ctx, batches[-1])
-    assert summary["batch"] == batches[-1].name and ctx.store.is_done(batches[-1].name)
-    assert not ctx.store.is_done(batches[0].name)
+def failing_batch(*args):
+    raise RuntimeError("a batch that fails")
+
+
+def test_a_failed_batch_fails_the_run_and_starts_nothing_more(tmp_path: Path, small_config, monkeypatch) -> None:
+    config = small_config("generation.n_episodes=30", "generation.batch_size=3")
+    ctx = pipeline.make_context(config, tmp_path)
+    with pytest.raises(RuntimeError, match="a batch that fails"), forked_pool(1, Timeline()) as pool:
+        submitted: list[str] = []
+        submit = pool.executor.submit
+
+        def failing_first(fn, *args):
+            submitted.append(args[1].name)
+            return submit(failing_batch if len(submitted) == 1 else fn, *args)
+
+        pool.executor.submit = failing_first
+        driver = RunDriver(config, ctx, pool, pipeline.RunSummary(tmp_path)).start()
+        with pytest.raises(RuntimeError, match="a batch that fails"):
+            driver.batch(driver.todo[0].name).result(timeout=120)
+        driver.finished.result(timeout=120)
+    assert len(submitted) <= 2, f"batches started after the failure: {submitted}"
+    assert not (tmp_path / "manifest.json").exists()
 
 
 POOL_OWNER = textwrap.dedent(
     """
     import sys, time
-    from eqagen.flows.pool import BatchPool
-    pool = BatchPool(2)
+    from eqagen.flows.pool import ForkedPool
+    pool = ForkedPool(2)
     print(*pool.executor._processes, flush=True)
     pool.executor.submit(time.sleep, 120)
     time.sleep(120)
@@ -96,8 +108,8 @@ POOL_OWNER = textwrap.dedent(
 EARLY_CTRL_C = textwrap.dedent(
     """
     import os, signal, time
-    from eqagen.flows.pool import BatchPool
-    pool = BatchPool(2)
+    from eqagen.flows.pool import ForkedPool
+    pool = ForkedPool(2)
     for pid in pool.executor._processes:  # at once: before the workers' initializers can have run
         os.kill(pid, signal.SIGINT)
     time.sleep(1)
@@ -130,7 +142,7 @@ def test_workers_die_with_a_killed_run_and_leave_ctrl_c_to_it() -> None:
 
 
 def test_closing_on_an_error_stops_busy_workers_at_once() -> None:
-    pool = BatchPool(2)
+    pool = ForkedPool(2)
     workers = list(pool.executor._processes)
     busy = [pool.executor.submit(time.sleep, 60) for _ in range(2)]
     start = time.monotonic()
@@ -163,7 +175,7 @@ def interrupt(cmd: list[str], out: Path, sig: int, after: int) -> tuple[int, int
 
 @pytest.mark.slow  # four small Prefect runs with the processes runner: 2-4 minutes here
 def test_processes_runner_stopped_killed_and_resumed_gives_inline_bytes_and_leaves_nothing(tmp_path: Path) -> None:
-    from tests.test_cli import server_pids, shard_digests
+    from tests.test_cli import server_pids
 
     small = ["--no-progress", "--set", "generation.n_episodes=24", "--set", "generation.batch_size=3"]
     out, inline = tmp_path / "p", tmp_path / "inline"

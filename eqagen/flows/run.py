@@ -1,0 +1,55 @@
+"""A generate run with Prefect: the workers and the work first, Prefect beside them.
+
+Order matters for the critical path: the run launches Prefect's server (a process of its own), forks its
+workers and starts the work (:class:`~eqagen.flows.pool.RunDriver`) before it imports Prefect itself (about
+a second here), then records the work as the flow's task runs (:func:`eqagen.flows.generate.record_run`)
+once the server answers. This module imports no Prefect at load time for that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from eqagen.config import PipelineConfig
+from eqagen.flows import pipeline, runners
+from eqagen.flows.pool import RunDriver
+from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
+from eqagen.flows.timeline import Timeline
+from eqagen.paraphrase.stage import check_paraphrase_endpoint
+
+
+def run_with_prefect(
+    config: PipelineConfig,
+    out_dir: Path,
+    prefect_home: Path,
+    on_batch: Callable | None = None,
+    server: LocalPrefectServer | None = None,
+    started_at: float | None = None,
+) -> pipeline.RunSummary:
+    """Start the workers and the work, then Prefect: finish starting the local server (``server``, launched
+    earlier by the caller, or one started here), run the flow against it, and stop everything (also on
+    SIGTERM, Ctrl-C and errors). ``started_at`` is the command's start (``time.perf_counter``), from which
+    wall time counts."""
+    wall = started_at or time.perf_counter()
+    timeline = Timeline(started=time.time() - (time.perf_counter() - wall))
+    check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
+    server = server or LocalPrefectServer(prefect_home)
+    ctx = pipeline.make_context(config, Path(out_dir))
+    summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
+    with sigterm_as_exit(), contextlib.ExitStack() as stack:
+        stack.callback(server.stop)  # last: the workers below are stopped first
+        if server.process is None:
+            server.launch()
+        pool = stack.enter_context(runners.open_pool(config.runner, ctx.store_root, timeline))
+        driver = RunDriver(config, ctx, pool, summary, on_batch).start()  # the work starts now
+        stack.callback(driver.stop)
+        from eqagen.flows.generate import record_run  # Prefect: imported while the work runs
+
+        summary = record_run(driver, config, Path(out_dir), server)
+    summary.wall_seconds = time.perf_counter() - wall
+    summary.server_seconds = server.startup_seconds
+    summary.record_timeline(timeline, pool.workers)
+    return summary

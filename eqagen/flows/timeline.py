@@ -1,0 +1,204 @@
+"""The run's timeline: which unit of work ran when and where, and what it says about scaling.
+
+Every unit the run hands to its workers (a batch, one batch's share of an ask round, a shard) is timed on
+the worker that runs it (:func:`timed`, through :class:`TimedExecutor`), and the run's own process adds
+the sections it spends alone (:meth:`Timeline.section`). From these spans alone:
+
+- :func:`critical_path`: the run's wall time cut by stage. An instant belongs to the stage with the most
+  units running then, else to the run's own innermost section, else to ``waiting`` (imports, the
+  Prefect server, orchestration: nothing ran).
+- :func:`serial_seconds`: the time during which fewer than all workers were busy.
+- :func:`predict_seconds`: the time the same work would take on ``n`` workers. Units run in *phases*
+  (maximal stretches with units running, pauses of dispatch aside: the batches, each ask round, the
+  shards); each
+  phase's units are list-scheduled on ``n`` workers in the order they started, and every stretch with no
+  unit running is kept as it was measured. It assumes a unit takes as long on any of ``n`` cores as it
+  did here; it neither adds contention for memory bandwidth nor removes any.
+
+Times are wall-clock seconds since the epoch (``time.time``): comparable across the processes of one
+machine and across machines whose clocks are synchronised (a cluster runs NTP).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import os
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from typing import Any
+
+MAIN = "main"  # the worker name of the run's own process
+WAITING = "waiting"  # the critical path's name for time in which nothing ran
+DISPATCH_S = 0.05  # a pause between units shorter than this is the pool's dispatch, not a barrier
+
+
+@dataclass(frozen=True)
+class Span:
+    stage: str
+    start: float
+    end: float
+    worker: str  # MAIN, or host:pid of the worker process
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def timed(fn: Callable[..., Any], /, *args: Any) -> tuple[Any, Span]:
+    """``fn(*args)`` and the span it took, named after ``fn`` (runs on the worker)."""
+    start = time.time()
+    result = fn(*args)
+    return result, Span(fn.__name__, start, time.time(), worker_name())
+
+
+class Timeline:
+    """The spans of one run, added from any thread."""
+
+    def __init__(self, started: float | None = None):
+        self.started = time.time() if started is None else started
+        self.spans: list[Span] = []
+        self._lock = threading.Lock()
+
+    def add(self, span: Span) -> None:
+        with self._lock:
+            self.spans.append(span)
+
+    @contextlib.contextmanager
+    def section(self, stage: str) -> Iterator[None]:
+        """Time the block as the run's own process's work."""
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.add(Span(stage, start, time.time(), MAIN))
+
+    def relative(self) -> list[Span]:
+        """The spans with times in seconds since the run started, in start order."""
+        with self._lock:
+            spans = list(self.spans)
+        t0 = self.started
+        return sorted((Span(s.stage, s.start - t0, s.end - t0, s.worker) for s in spans), key=lambda s: s.start)
+
+    def to_dict(self, workers: int) -> dict[str, Any]:
+        return {
+            "workers": workers,
+            "spans": [[s.stage, round(s.start, 4), round(s.end, 4), s.worker] for s in self.relative()],
+        }
+
+
+def spans_from_dict(data: dict[str, Any]) -> list[Span]:
+    return [Span(stage, start, end, worker) for stage, start, end, worker in data["spans"]]
+
+
+class TimedExecutor(Executor):
+    """An executor whose units are timed where they run and added to ``timeline`` when they finish; the
+    futures it returns hold the units' own results. It owns nothing: shutting it down leaves ``inner``
+    running."""
+
+    def __init__(self, inner: Executor, timeline: Timeline):
+        self.inner, self.timeline = inner, timeline
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        if kwargs:
+            raise TypeError("TimedExecutor.submit takes positional arguments only")
+        outer: Future = Future()
+        outer.set_running_or_notify_cancel()  # the unit is the inner executor's to cancel
+
+        def settle(inner: Future) -> None:
+            if inner.cancelled():
+                outer.set_exception(RuntimeError(f"{fn.__name__} was cancelled"))
+            elif (error := inner.exception()) is not None:
+                outer.set_exception(error)
+            else:
+                result, span = inner.result()
+                self.timeline.add(span)
+                outer.set_result(result)
+
+        self.inner.submit(timed, fn, *args).add_done_callback(settle)
+        return outer
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None
+
+
+# --- what the spans say ------------------------------------------------------------------------------
+
+
+def _segments(spans: list[Span], wall: float) -> Iterator[tuple[float, float, list[Span]]]:
+    """The wall time ``[0, wall]`` cut at every span's start and end: each piece with the spans running in it."""
+    cuts = sorted({0.0, wall, *(t for s in spans for t in (s.start, s.end) if 0.0 < t < wall)})
+    ordered = sorted(spans, key=lambda s: s.start)
+    running: list[Span] = []
+    index = 0
+    for lo, hi in itertools.pairwise(cuts):
+        while index < len(ordered) and ordered[index].start <= lo:
+            running.append(ordered[index])
+            index += 1
+        running = [s for s in running if s.end > lo]
+        yield lo, hi, running
+
+
+def units(spans: list[Span]) -> list[Span]:
+    return [s for s in spans if s.worker != MAIN]
+
+
+def serial_seconds(spans: list[Span], workers: int, wall: float) -> float:
+    """Seconds of ``[0, wall]`` during which fewer than ``workers`` units ran."""
+    return sum(hi - lo for lo, hi, running in _segments(units(spans), wall) if len(running) < workers)
+
+
+def critical_path(spans: list[Span], wall: float) -> dict[str, float]:
+    """``wall`` cut by stage (see the module's text); the values add up to ``wall``."""
+    path: Counter[str] = Counter()
+    for lo, hi, running in _segments(spans, wall):
+        work = Counter(s.stage for s in running if s.worker != MAIN)
+        own = [s for s in running if s.worker == MAIN]
+        if work:
+            stage = min(work, key=lambda k: (-work[k], k))
+        elif own:
+            stage = max(own, key=lambda s: s.start).stage  # the innermost section
+        else:
+            stage = WAITING
+        path[stage] += hi - lo
+    return dict(sorted(path.items(), key=lambda kv: -kv[1]))
+
+
+def phases(spans: list[Span]) -> list[list[Span]]:
+    """The units in maximal stretches of time with at least one unit running, in time order; a pause shorter
+    than :data:`DISPATCH_S` (a unit handed to a worker that has just finished the previous one) does not
+    end a stretch."""
+    grouped: list[list[Span]] = []
+    reach = float("-inf")
+    for span in sorted(units(spans), key=lambda s: s.start):
+        if span.start > reach + DISPATCH_S:
+            grouped.append([])
+        grouped[-1].append(span)
+        reach = max(reach, span.end)
+    return grouped
+
+
+def makespan(durations: list[float], workers: int) -> float:
+    """List scheduling: each unit, in order, on the worker free first."""
+    free = [0.0] * max(1, workers)
+    for seconds in durations:
+        heapq.heappush(free, heapq.heappop(free) + seconds)
+    return max(free)
+
+
+def predict_seconds(spans: list[Span], wall: float, workers: int) -> float:
+    """The run's time on ``workers`` workers: the stretches without units as measured, each phase
+    list-scheduled."""
+    grouped = phases(spans)
+    covered = sum(max(s.end for s in g) - g[0].start for g in grouped)
+    return (wall - covered) + sum(makespan([s.seconds for s in g], workers) for g in grouped)
