@@ -38,7 +38,7 @@ from eqagen.core import SPLITS, DataFileError
 from eqagen.core.stages import StageLog
 from eqagen.outputs.atomic import atomic_path, fsync_dir
 from eqagen.outputs.audit_files import ShardPartial, write_audit_files
-from eqagen.outputs.dataset import TABLES, load_dataset_folder, read_shard
+from eqagen.outputs.dataset import TABLES, load_dataset_folder
 from eqagen.outputs.manifest import (
     DATASET_FILES,
     MANIFEST_NAME,
@@ -209,12 +209,6 @@ class DatasetWriter:
         shards = [info for writer in self.questions.values() for info in writer.close()] + staged["questions"]
         self.shards = shards + (self.copied or staged["episodes"] or self.episodes.close())
         return self.shards
-
-    def iter_tables(self, table: str, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
-        """The staged shards of ``table`` (after :meth:`close`), in path order, as a dataset is read."""
-        for info in sorted(self.shards, key=lambda s: s.path):
-            if info.path.split("/")[0] == table:
-                yield read_shard(self.staging / info.path, columns)
 
     def seal(
         self, identity: DatasetIdentity, log: StageLog, report: bool = True, executor: Executor | None = None
