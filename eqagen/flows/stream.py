@@ -41,7 +41,7 @@ from eqagen.flows import stages
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.folder import DatasetWriter, split_names
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
-from eqagen.outputs.shards import ShardInfo, shard_name, write_shard
+from eqagen.outputs.shards import ShardInfo, shard_name, write_parquet_atomic, write_shard
 from eqagen.outputs.units import map_units, submit
 from eqagen.paraphrase.config import ParaphraseConfig
 from eqagen.paraphrase.stage import (
@@ -50,10 +50,10 @@ from eqagen.paraphrase.stage import (
     merge_stats,
     paraphrase_offline,
     uses_llm,
-    with_paraphrases,
 )
-from eqagen.paraphrase.tables import paraphrase_array, records_from_table
+from eqagen.paraphrase.tables import records_from_table
 
+PartStats = tuple[pa.Table, dict[str, Any]]  # rows and their paraphrase statistics
 # Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
 BATCH, ROW = "_batch", "_row"
 # Balancing's own columns and the query type (the few-shot pool's); the split adds its strata.
@@ -65,6 +65,8 @@ BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "que
 PARAPHRASE_CHUNK_ROWS = 1_000
 
 
+# The folder in staging where a shard's paraphrased pieces wait for the unit that writes the shard.
+PIECES_DIR = ".pieces"
 # Candidate files read by one unit: a file's keys take milliseconds, less than sending a unit to a worker.
 FILES_PER_UNIT = 8
 # A key column derived from ``program`` (no column of its own): each filter's family, repeats kept.
@@ -293,12 +295,33 @@ def shard_rows(shard: QuestionShard, config_hash: str) -> pa.Table:
     return pa.concat_tables(tables) if tables else QUESTIONS_SCHEMA.empty_table()
 
 
+def paraphrased_rows(shard: QuestionShard, config_hash: str, paraphrase: ParaphraseConfig, seed: int) -> PartStats:
+    """A shard's (or a piece's) rows read, paraphrased offline and cast to the schema, and their statistics."""
+    rows, stats = paraphrase_offline(shard_rows(shard, config_hash), paraphrase, seed)
+    return stages.conform(rows, QUESTIONS_SCHEMA), stats
+
+
+def piece_path(shard: QuestionShard, index: int) -> str:
+    """Where a shard's paraphrased piece waits in staging until its shard is written."""
+    return f"{PIECES_DIR}/{Path(shard.path).stem}-piece{index:05d}.parquet"
+
+
 def paraphrase_piece(
-    piece: QuestionShard, config_hash: str, paraphrase: ParaphraseConfig, seed: int
-) -> tuple[pa.Array, dict[str, Any]]:
-    """A piece of a shard paraphrased offline (a unit): its rows' paraphrase column and statistics."""
-    rows, stats = paraphrase_offline(shard_rows(piece, config_hash), paraphrase, seed)
-    return rows["paraphrase"].combine_chunks(), stats
+    piece: QuestionShard, staging: Path, rel: str, config_hash: str, paraphrase: ParaphraseConfig, seed: int
+) -> dict[str, Any]:
+    """A piece of a shard (a unit): its rows read, paraphrased offline and written into ``staging`` as
+    ``rel``; returns their paraphrase statistics."""
+    table, stats = paraphrased_rows(piece, config_hash, paraphrase, seed)
+    write_parquet_atomic(table, staging / rel)
+    return stats
+
+
+def read_pieces(staging: Path, pieces: list[str]) -> pa.Table:
+    """A shard's paraphrased pieces, in order, removed from staging once read."""
+    tables = [pq.read_table(staging / rel, schema=QUESTIONS_SCHEMA) for rel in pieces]
+    for rel in pieces:
+        (staging / rel).unlink()
+    return pa.concat_tables(tables) if tables else QUESTIONS_SCHEMA.empty_table()
 
 
 def write_question_shard(
@@ -307,17 +330,13 @@ def write_question_shard(
     config_hash: str,
     paraphrase: ParaphraseConfig,
     seed: int,
-    paraphrases: list[pa.Array] | None = None,
+    pieces: list[str] | None = None,
 ) -> tuple[ShardInfo, QuestionPartial, dict[str, Any]]:
-    """One questions shard (a unit): its rows read, given their paraphrases (those of its pieces, in order,
-    or paraphrased offline here where None), written into ``staging`` under its final name; returns its
-    entry, its partial audit statistics and the statistics of the paraphrases it made ({} if given)."""
-    rows = shard_rows(shard, config_hash)
-    if paraphrases is None:
-        rows, stats = paraphrase_offline(rows, paraphrase, seed)
-    else:
-        rows, stats = with_paraphrases(rows, pa.concat_arrays(paraphrases) if paraphrases else paraphrase_array([])), {}
-    table = stages.conform(rows, QUESTIONS_SCHEMA)
+    """One questions shard (a unit): its rows (those of its paraphrased ``pieces`` in staging, in order, or,
+    where None, read and paraphrased offline here) written into ``staging`` under its final name; returns
+    its entry, its partial audit statistics and the statistics of the paraphrases it made ({} for pieces)."""
+    table, stats = (paraphrased_rows(shard, config_hash, paraphrase, seed) if pieces is None
+                    else (read_pieces(staging, pieces), {}))  # fmt: skip
     return write_shard(table, staging, shard.path), question_partial(table), stats
 
 
@@ -417,27 +436,29 @@ def write_offline_questions(
     plan order, the pieces' statistics added to their shard's."""
     if executor is None:
         return [write_question_shard(shard, staging, config_hash, section, seed) for shard in shards]
-    pieces = [
+    cut = [shard_pieces(shard, PARAPHRASE_CHUNK_ROWS) for shard in shards]
+    pieces = [[piece_path(shard, k) for k in range(len(c))] for shard, c in zip(shards, cut)]
+    paraphrased = [
         [
-            executor.submit(paraphrase_piece, p, config_hash, section, seed)
-            for p in shard_pieces(s, PARAPHRASE_CHUNK_ROWS)
+            executor.submit(paraphrase_piece, piece, staging, rel, config_hash, section, seed)
+            for piece, rel in zip(c, rels)
         ]
-        for s in shards
+        for c, rels in zip(cut, pieces)
     ]
     writes: dict[int, Future] = {}
-    waiting = set(range(len(shards)))
-    while waiting:  # each shard's unit submitted as soon as its pieces are done
-        for i in sorted(i for i in waiting if all(f.done() for f in pieces[i])):
-            columns = [f.result()[0] for f in pieces[i]]
-            writes[i] = executor.submit(write_question_shard, shards[i], staging, config_hash, section, seed, columns)
-            waiting.discard(i)
-        if waiting:
-            wait([f for i in waiting for f in pieces[i] if not f.done()], return_when=FIRST_COMPLETED)
+    while len(writes) < len(shards):  # each shard's unit submitted as soon as its pieces are done
+        ready = [i for i in range(len(shards)) if i not in writes and all(f.done() for f in paraphrased[i])]
+        for i in ready:
+            for f in paraphrased[i]:
+                f.result()  # a piece's error, raised here
+            writes[i] = executor.submit(write_question_shard, shards[i], staging, config_hash, section, seed, pieces[i])
+        if not ready:
+            wait([f for units in paraphrased for f in units if not f.done()], return_when=FIRST_COMPLETED)
     results = []
-    for i, units in enumerate(pieces):
+    for i, units in enumerate(paraphrased):
         info, partial, _ = writes[i].result()
         stats: dict[str, Any] = {}
         for f in units:
-            stats = merge_stats(stats, f.result()[1])
+            stats = merge_stats(stats, f.result())
         results.append((info, partial, stats))
     return results
