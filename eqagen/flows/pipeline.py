@@ -166,10 +166,15 @@ def require_questions(kept: int, candidates: int) -> None:
 
 
 def ask_everywhere(
-    config: PipelineConfig, ctx: RunContext, batch_names: list[str], executor: Executor | None = None
+    config: PipelineConfig,
+    ctx: RunContext,
+    batch_names: list[str],
+    executor: Executor | None = None,
+    keys: stream.CandidateKeys | None = None,
 ) -> ask.AskResult:
     """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
-    warm workers, when it has them)."""
+    warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read)."""
+    keys = keys or stream.CandidateKeys(stream.key_columns(config))
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
 
@@ -177,7 +182,7 @@ def ask_everywhere(
         return held_out_scenes(scenes, share, config.seed)
 
     def wanted(files: list[Path], held: set[str]) -> Callable[[Program], bool]:
-        return stream.still_wanted(files, config, held if partition else None, executor)
+        return stream.still_wanted(keys.read(files, executor), config, held if partition else None)
 
     settings = ask.AskSettings(config.balance.ask_scenes, config.balance.ask_rounds)
     return ask.run_ask_stage(ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor)
@@ -205,19 +210,20 @@ def finish(
     programs = log.record(programs_report(batch_stats))
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes at commit
     episode_shards = stream.submit_episode_shards(ctx.store, batch_names, writer, executor)
+    candidates = stream.CandidateKeys(stream.key_columns(config))  # each candidate file read once
     with timeline.section("ask"):
-        asked = ask_everywhere(config, ctx, batch_names, executor)
+        asked = ask_everywhere(config, ctx, batch_names, executor, candidates)
     seconds["ask"] = log.record(asked.report).seconds
     start = time.perf_counter()
     with timeline.section("read"):
         files = ask.candidate_files(ctx.store, batch_names, asked.directories)
-        keys = stream.read_keys(files, stream.key_columns(config), executor)
+        keys = candidates.read(files, executor)
     seconds["read"] = time.perf_counter() - start
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
     with timeline.section("select"):
         kept = stream.select(keys, config, log, held_out)
     seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
-    del keys  # the candidates' keys are no longer needed
+    del keys, candidates  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
     start = time.perf_counter()
     with timeline.section("write"):

@@ -142,16 +142,39 @@ def read_files_keys(paths: list[Path], columns: list[str]) -> list[pa.Table]:
     return [read_file_keys(path, columns) for path in paths]
 
 
+class CandidateKeys:
+    """The key columns of candidate files, each file read once in a finish: the ask stage's rounds add files,
+    and every round's :func:`still_wanted` and the selection read every file so far. Holds each file's key
+    table (a few columns of its rows) for the finish's lifetime."""
+
+    def __init__(self, columns: list[str]):
+        self.columns = columns
+        self.tables: dict[Path, pa.Table] = {}
+
+    def read(self, files: list[Path], executor: Executor | None = None) -> pa.Table:
+        """The key table of ``files`` (:func:`merge_keys`), reading only those not read before, by units of
+        :data:`FILES_PER_UNIT` files (on ``executor`` when given)."""
+        new = [f for f in files if f not in self.tables]
+        groups = [new[i : i + FILES_PER_UNIT] for i in range(0, len(new), FILES_PER_UNIT)]
+        tables = (
+            t for group in map_units(executor, read_files_keys, groups, [self.columns] * len(groups)) for t in group
+        )
+        self.tables.update(zip(new, tables))
+        return merge_keys([self.tables[f] for f in files], self.columns)
+
+
 def read_keys(files: list[Path], columns: list[str], executor: Executor | None = None) -> pa.Table:
-    """The key columns of every candidate file, in order, with each row's file (``BATCH``) and row: the files
-    read by units of :data:`FILES_PER_UNIT` (on ``executor`` when given), the text columns' dictionaries
-    merged here into one per column."""
+    """The key table of every candidate file, in order (:meth:`CandidateKeys.read`)."""
+    return CandidateKeys(columns).read(files, executor)
+
+
+def merge_keys(tables: list[pa.Table], columns: list[str]) -> pa.Table:
+    """Files' key tables (:func:`read_file_keys`) as one, in order, with each row's file (``BATCH``) and row;
+    the text columns' dictionaries merged into one per column."""
     encoded = encoded_columns(columns)
     dictionaries = KeyDictionaries()
     plain: dict[str, list[pa.Array]] = {c: [] for c in columns if c not in encoded}
     batch, row = [], []
-    groups = [files[i : i + FILES_PER_UNIT] for i in range(0, len(files), FILES_PER_UNIT)]
-    tables = (t for group in map_units(executor, read_files_keys, groups, [columns] * len(groups)) for t in group)
     for index, table in enumerate(tables):
         for name in encoded:
             dictionaries.add(name, table[name].combine_chunks())
@@ -175,13 +198,10 @@ def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
     return keys if held_out is None else keys.append_column(HELD_OUT, held_out_column(keys["scene_id"], held_out))
 
 
-def still_wanted(
-    files: list[Path], config: PipelineConfig, held_out: set[str] | None, executor: Executor | None = None
-) -> Callable[[Program], bool]:
+def still_wanted(keys: pa.Table, config: PipelineConfig, held_out: set[str] | None) -> Callable[[Program], bool]:
     """Which programs another round of asking should ask: those of a query type or filter family the
-    balanced pool of ``files`` is short of (:func:`eqagen.curation.compose.scarce_kinds`); the files are
-    read on ``executor`` when given."""
-    keys = with_held_out(read_keys(files, key_columns(config), executor), held_out)
+    balanced pool of the candidates (their ``keys``) is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
+    keys = with_held_out(keys, held_out)
     balanced, _ = stages.BALANCE.run(keys, config.balance, config.seed)
     queries, families = scarce_kinds(balanced, stages.compose_section(config))
 
