@@ -44,6 +44,7 @@ from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, shard_name, write_parquet_atomic, write_shard
 from eqagen.outputs.units import map_units, submit
 from eqagen.paraphrase.config import ParaphraseConfig
+from eqagen.paraphrase.runner import FailureGuard
 from eqagen.paraphrase.stage import (
     ChunkedParaphrase,
     in_pool,
@@ -53,7 +54,8 @@ from eqagen.paraphrase.stage import (
 )
 from eqagen.paraphrase.tables import records_from_table
 
-PartStats = tuple[pa.Table, dict[str, Any]]  # rows and their paraphrase statistics
+# Rows paraphrased in a unit, their paraphrase statistics and their count of failed items.
+Paraphrased = tuple[pa.Table, dict[str, Any], FailureGuard]
 # Where a key row comes from: its batch (index into the run's batch names) and its row in that batch.
 BATCH, ROW = "_batch", "_row"
 # Balancing's own columns and the query type (the few-shot pool's); the split adds its strata.
@@ -315,10 +317,11 @@ def shard_rows(shard: QuestionShard, config_hash: str) -> pa.Table:
     return pa.concat_tables(tables) if tables else QUESTIONS_SCHEMA.empty_table()
 
 
-def paraphrased_rows(shard: QuestionShard, config_hash: str, paraphrase: ParaphraseConfig, seed: int) -> PartStats:
-    """A shard's (or a piece's) rows read, paraphrased offline and cast to the schema, and their statistics."""
-    rows, stats = paraphrase_offline(shard_rows(shard, config_hash), paraphrase, seed)
-    return stages.conform(rows, QUESTIONS_SCHEMA), stats
+def paraphrased_rows(shard: QuestionShard, config_hash: str, paraphrase: ParaphraseConfig, seed: int) -> Paraphrased:
+    """A shard's (or a piece's) rows read, paraphrased offline and cast to the schema, with their paraphrase
+    statistics and failed items."""
+    rows, stats, failures = paraphrase_offline(shard_rows(shard, config_hash), paraphrase, seed)
+    return stages.conform(rows, QUESTIONS_SCHEMA), stats, failures
 
 
 def piece_path(shard: QuestionShard, index: int) -> str:
@@ -328,12 +331,12 @@ def piece_path(shard: QuestionShard, index: int) -> str:
 
 def paraphrase_piece(
     piece: QuestionShard, staging: Path, rel: str, config_hash: str, paraphrase: ParaphraseConfig, seed: int
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], FailureGuard]:
     """A piece of a shard (a unit): its rows read, paraphrased offline and written into ``staging`` as
-    ``rel``; returns their paraphrase statistics."""
-    table, stats = paraphrased_rows(piece, config_hash, paraphrase, seed)
+    ``rel``; returns their paraphrase statistics and failed items."""
+    table, stats, failures = paraphrased_rows(piece, config_hash, paraphrase, seed)
     write_parquet_atomic(table, staging / rel)
-    return stats
+    return stats, failures
 
 
 def read_pieces(staging: Path, pieces: list[str]) -> pa.Table:
@@ -351,13 +354,14 @@ def write_question_shard(
     paraphrase: ParaphraseConfig,
     seed: int,
     pieces: list[str] | None = None,
-) -> tuple[ShardInfo, QuestionPartial, dict[str, Any]]:
+) -> tuple[ShardInfo, QuestionPartial, dict[str, Any], FailureGuard]:
     """One questions shard (a unit): its rows (those of its paraphrased ``pieces`` in staging, in order, or,
     where None, read and paraphrased offline here) written into ``staging`` under its final name; returns
-    its entry, its partial audit statistics and the statistics of the paraphrases it made ({} for pieces)."""
-    table, stats = (paraphrased_rows(shard, config_hash, paraphrase, seed) if pieces is None
-                    else (read_pieces(staging, pieces), {}))  # fmt: skip
-    return write_shard(table, staging, shard.path), question_partial(table), stats
+    its entry, its partial audit statistics, and the statistics and failed items of the paraphrases it
+    made (none for pieces)."""
+    table, stats, failures = (paraphrased_rows(shard, config_hash, paraphrase, seed) if pieces is None
+                              else (read_pieces(staging, pieces), {}, FailureGuard.counting()))  # fmt: skip
+    return write_shard(table, staging, shard.path), question_partial(table), stats, failures
 
 
 def write_paraphrased_questions(
@@ -433,11 +437,12 @@ def write_questions(
     else:
         paraphrase = ChunkedParaphrase(section, config.seed)
         shards = plan_question_shards(files, kept, writer.rows_per_shard)
-        for info, partial, stats in write_offline_questions(
+        for info, partial, stats, failures in write_offline_questions(
             shards, writer.staging, config_hash, section, config.seed, executor
         ):
             writer.add_staged(info, partial)
-            paraphrase.add_stats(stats)
+            paraphrase.add_elsewhere(stats, failures)
+        paraphrase.check()
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     seconds = time.perf_counter() - start
     return StageReport(stages.PARAPHRASE.name, where, kept.num_rows, kept.num_rows, paraphrase.stats(), seconds)
@@ -450,7 +455,7 @@ def write_offline_questions(
     section: ParaphraseConfig,
     seed: int,
     executor: Executor | None,
-) -> list[tuple[ShardInfo, QuestionPartial, dict[str, Any]]]:
+) -> list[tuple[ShardInfo, QuestionPartial, dict[str, Any], FailureGuard]]:
     """The questions shards, each written by a unit once its pieces are paraphrased (on ``executor``; here,
     each shard paraphrased whole by its own unit); their results (entry, partial, paraphrase statistics) in
     plan order, the pieces' statistics added to their shard's."""
@@ -476,9 +481,11 @@ def write_offline_questions(
             wait([f for units in paraphrased for f in units if not f.done()], return_when=FIRST_COMPLETED)
     results = []
     for i, units in enumerate(paraphrased):
-        info, partial, _ = writes[i].result()
+        info, partial, _, failures = writes[i].result()
         stats: dict[str, Any] = {}
         for f in units:
-            stats = merge_stats(stats, f.result())
-        results.append((info, partial, stats))
+            piece_stats, piece_failures = f.result()
+            stats = merge_stats(stats, piece_stats)
+            failures.include(piece_failures)
+        results.append((info, partial, stats, failures))
     return results

@@ -88,6 +88,17 @@ class FailureGuard:
         if self.finished >= MIN_ITEMS_FOR_FAILURE_SHARE:
             self.check()
 
+    @classmethod
+    def counting(cls) -> FailureGuard:
+        """A guard that only counts (no share is above 1): for items judged elsewhere, by :meth:`include`."""
+        return cls(1.0)
+
+    def include(self, other: FailureGuard) -> None:
+        """Another guard's counts (a unit's items, paraphrased elsewhere) added to this one's."""
+        self.finished += other.finished
+        self.failed += other.failed
+        self.reasons.update(other.reasons)
+
     def check(self) -> None:
         if self.finished and self.failed / self.finished > self.share:
             top = ", ".join(f"{reason} ({n})" for reason, n in self.reasons.most_common(3))

@@ -120,11 +120,17 @@ class ChunkedParaphrase:
         its budget is the run's (the offline paraphraser runs in the units that write the shards:
         :func:`paraphrase_offline`)."""
         yield from (self(t) for t in tables)
-        self.guard.check()  # the whole run's share of failed items, now that every row is done
+        self.check()
 
-    def add_stats(self, stats: dict[str, Any]) -> None:
-        """The statistics of rows paraphrased elsewhere (:func:`paraphrase_offline`), added to the run's."""
+    def add_elsewhere(self, stats: dict[str, Any], failures: FailureGuard) -> None:
+        """The statistics and failed items of rows paraphrased elsewhere (:func:`paraphrase_offline`, in a
+        unit), added to the run's; :meth:`check` judges the run's share once every row is in."""
         self.totals = merge_stats(self.totals, stats)
+        self.guard.include(failures)
+
+    def check(self) -> None:
+        """The whole run's share of failed items, now that every row is done (TooManyFailures if too many)."""
+        self.guard.check()
 
     def _remaining_budget(self) -> ParaphraseConfig:
         """The budget left for the next chunk: billed requests (responses received, not attempts: a 429
@@ -153,13 +159,17 @@ class ChunkedParaphrase:
         return totals
 
 
-def paraphrase_offline(table: pa.Table, config: ParaphraseConfig, seed: int) -> tuple[pa.Table, dict[str, Any]]:
+def paraphrase_offline(
+    table: pa.Table, config: ParaphraseConfig, seed: int
+) -> tuple[pa.Table, dict[str, Any], FailureGuard]:
     """A table's rows with their offline paraphrases (seeded per question: any cut of the rows gives each row
-    the same), and their statistics ({} for no row, as :class:`ChunkedParaphrase` counts none)."""
+    the same), their statistics ({} for no row, as :class:`ChunkedParaphrase` counts none) and their count
+    of failed items (judged with the run's others: :meth:`ChunkedParaphrase.add_elsewhere`)."""
+    failures = FailureGuard.counting()
     if table.num_rows == 0:
-        return with_paraphrases(table, paraphrase_array([])), {}
-    result = paraphrase_records(records_from_table(table), config, seed)
-    return with_paraphrases(table, paraphrase_array(result.paraphrases)), result.stats
+        return with_paraphrases(table, paraphrase_array([])), {}, failures
+    result = paraphrase_records(records_from_table(table), config, seed, guard=failures)
+    return with_paraphrases(table, paraphrase_array(result.paraphrases)), result.stats, failures
 
 
 _MAX_KEYS = frozenset({"max_in_flight"})  # peaks, not totals

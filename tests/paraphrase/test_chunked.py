@@ -126,8 +126,9 @@ def test_offline_pieces_paraphrased_apart_match_the_whole_table():
     run = ChunkedParaphrase(OFFLINE, 2)
     parts = []
     for piece in [*cut(table, [7, 7, 7]), table.slice(0, 0)]:
-        rows, piece_stats = paraphrase_offline(piece, OFFLINE, 2)
-        run.add_stats(piece_stats)
+        rows, piece_stats, failures = paraphrase_offline(piece, OFFLINE, 2)
+        run.add_elsewhere(piece_stats, failures)
         parts.append(rows)
     assert pa.concat_tables(parts)["paraphrase"].to_pylist() == whole["paraphrase"].to_pylist()
     assert run.stats()["items"] == 30 and run.stats()["validated"] == stats["validated"]
+    assert run.guard.finished == 30 and run.guard.failed == stats["kept_template"]
