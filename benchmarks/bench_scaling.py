@@ -7,7 +7,8 @@ own serial sections). It prints, per size:
 
 - the wall time, and the critical path by stage (the wall time cut by what ran: the stage with the most
   units running, else the run's own section, else ``waiting``: imports, Prefect, orchestration);
-- the serial seconds: those during which fewer than all workers were busy, and their share of the wall;
+- the serial seconds: those during which fewer than all workers were busy, their share of the wall, and
+  what ran then (the critical path of those instants alone);
 - the time the same work would take on 4, 16 and 64 workers (each phase of units list-scheduled on that
   many workers, the stretches without units as measured; the measured worker count is predicted too, as a
   check of the model against the run), and the predicted speed-up of 16 workers over 4.
@@ -136,6 +137,7 @@ def analyse(size: str, summary: dict[str, Any], process_s: float, peak_mb: float
         "server_seconds": summary["server_seconds"],
         "critical_path": {k: round(v, 2) for k, v in critical_path(spans, wall).items()},
         "serial_seconds": round(serial, 2),
+        "serial_by_stage": {k: round(v, 2) for k, v in critical_path(spans, wall, fewer_units_than=workers).items()},
         "serial_share": round(serial / wall, 4) if wall else 0.0,
         "predicted_seconds": {n: round(t, 1) for n, t in predicted.items()},
         "predicted_speedup_16_over_4": round(predicted[4] / predicted[16], 2),
@@ -153,7 +155,8 @@ def report(entry: dict[str, Any]) -> None:
           "work)")  # fmt: skip
     print("critical path by stage (s): " + ", ".join(f"{k} {v}" for k, v in entry["critical_path"].items()))
     print(f"serial seconds (fewer than {entry['workers']} workers busy): {entry['serial_seconds']} "
-          f"({entry['serial_share']:.1%} of the wall)")  # fmt: skip
+          f"({entry['serial_share']:.1%} of the wall), by stage: "
+          + ", ".join(f"{k} {v}" for k, v in entry["serial_by_stage"].items() if v >= 0.01))  # fmt: skip
     print("predicted seconds by workers: " + ", ".join(f"{n}: {t}" for n, t in entry["predicted_seconds"].items())
           + f" (measured on {entry['workers']}: {entry['wall_seconds']}); 16 over 4: "
           f"{entry['predicted_speedup_16_over_4']}x")  # fmt: skip

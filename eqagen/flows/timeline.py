@@ -153,16 +153,14 @@ def units(spans: list[Span]) -> list[Span]:
     return [s for s in spans if s.worker != MAIN]
 
 
-def serial_seconds(spans: list[Span], workers: int, wall: float) -> float:
-    """Seconds of ``[0, wall]`` during which fewer than ``workers`` units ran."""
-    return sum(hi - lo for lo, hi, running in _segments(units(spans), wall) if len(running) < workers)
-
-
-def critical_path(spans: list[Span], wall: float) -> dict[str, float]:
-    """``wall`` cut by stage (see the module's text); the values add up to ``wall``."""
+def critical_path(spans: list[Span], wall: float, fewer_units_than: int | None = None) -> dict[str, float]:
+    """``wall`` cut by stage (see the module's text); the values add up to ``wall``. With
+    ``fewer_units_than``, only the instants with fewer units running than that are counted."""
     path: Counter[str] = Counter()
     for lo, hi, running in _segments(spans, wall):
         work = Counter(s.stage for s in running if s.worker != MAIN)
+        if fewer_units_than is not None and sum(work.values()) >= fewer_units_than:
+            continue
         own = [s for s in running if s.worker == MAIN]
         if work:
             stage = min(work, key=lambda k: (-work[k], k))
@@ -172,6 +170,11 @@ def critical_path(spans: list[Span], wall: float) -> dict[str, float]:
             stage = WAITING
         path[stage] += hi - lo
     return dict(sorted(path.items(), key=lambda kv: -kv[1]))
+
+
+def serial_seconds(spans: list[Span], workers: int, wall: float) -> float:
+    """Seconds of ``[0, wall]`` during which fewer than ``workers`` units ran."""
+    return sum(critical_path(spans, wall, fewer_units_than=workers).values())
 
 
 def phases(spans: list[Span]) -> list[list[Span]]:
