@@ -68,7 +68,7 @@ def test_a_failed_run_says_its_cause_first_and_alone_and_names_the_log(tmp_path:
     log = Path(match["log"])
     assert log.parent == out / ".eqagen" / "logs" and log.name.startswith("generate-")
     text = log.read_text()
-    assert "Traceback (most recent call last)" in text and "Task run" in text and "DataFileError" in text
+    assert "Traceback (most recent call last)" in text and "DataFileError" in text
 
 
 def test_a_successful_run_leaves_no_empty_log_and_prints_nothing_but_its_summary(tmp_path: Path) -> None:

@@ -181,6 +181,14 @@ def _error_on_stderr(text: str) -> None:
     print(f"eqagen: error: {text}", file=sys.stderr, flush=True)
 
 
+class ServerExited(RuntimeError):
+    """The server's process exited (killed, or could not start)."""
+
+    def __init__(self, returncode: int, log_path: Path):
+        super().__init__(f"Prefect's server exited with code {returncode}; see {log_path}")
+        self.returncode = returncode
+
+
 class LocalPrefectServer:
     """``with LocalPrefectServer(home) as api_url:`` runs Prefect's API server for the block's duration,
     listening on ``host`` only (127.0.0.1 unless remote workers need another address). ``notify`` tells
@@ -223,11 +231,14 @@ class LocalPrefectServer:
         ]  # fmt: skip
 
     def start(self) -> str:
-        """Launch (if not yet launched), wait until the API answers and start the watchdog; returns its URL."""
+        """Launch (if not yet launched), wait until the API answers and start the watchdog; returns its URL. A
+        server that dies while starting (the run's work goes on meanwhile) is restarted as the watchdog would."""
         if self.process is None:
             self.launch()
         try:
             self._wait_healthy()
+        except ServerExited as exited:
+            self._restart(exited.returncode)
         except RuntimeError:
             self.stop()
             raise
@@ -247,20 +258,24 @@ class LocalPrefectServer:
             proc = self.process
             if proc is None or proc.poll() is None:
                 continue
-            if self.restarts >= MAX_RESTARTS:
-                self._give_up(f"Prefect's API server exited with code {proc.returncode} after {self.restarts} restarts")
-                return
-            self.restarts += 1
-            self.notify(f"Prefect's API server exited with code {proc.returncode}; restarting it (see {self.log_path})")
-            try:
-                with self._lock:
-                    if self._stopping.is_set():
-                        return
-                    self.launch()
-                self._wait_healthy(unless=self._stopping)
-            except (RuntimeError, OSError) as err:
-                self._give_up(f"Prefect's API server could not be restarted ({err})")
-                return
+            self._restart(proc.returncode)
+
+    def _restart(self, returncode: int) -> None:
+        """Start a server that exited with ``returncode`` again, with a note, and wait until it answers; give up
+        (:meth:`_give_up`) after :data:`MAX_RESTARTS` restarts or when the restarted one fails too."""
+        if self.restarts >= MAX_RESTARTS:
+            self._give_up(f"Prefect's API server exited with code {returncode} after {self.restarts} restarts")
+            return
+        self.restarts += 1
+        self.notify(f"Prefect's API server exited with code {returncode}; restarting it (see {self.log_path})")
+        try:
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                self.launch()
+            self._wait_healthy(unless=self._stopping)
+        except (RuntimeError, OSError) as err:
+            self._give_up(f"Prefect's API server could not be restarted ({err})")
 
     def _give_up(self, problem: str) -> None:
         """The run cannot go on without its API: say so and end the process now. Prefect would otherwise retry
@@ -296,7 +311,7 @@ class LocalPrefectServer:
             if process is None or (unless is not None and unless.is_set()):
                 raise RuntimeError("the run stopped while Prefect's server was starting")
             if process.poll() is not None:
-                raise RuntimeError(f"Prefect's server exited with code {process.returncode}; see {self.log_path}")
+                raise ServerExited(process.returncode, self.log_path)
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{self.api_url}/health", timeout=2.0).status_code == 200:
                     return
