@@ -26,7 +26,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 # Sizes that keep one run of the whole suite to well under an hour on two cores; the 100,000-episode
 # size of the scaling benchmark is asked for with --scaling-sizes (it takes about an hour by itself).
-DEFAULT_ARGS: dict[str, list[str]] = {"scaling": ["--sizes", "1000,10000"]}
+DEFAULT_ARGS: dict[str, list[str]] = {"scaling": ["--sizes", "preset,1000,10000"]}
 
 
 def discover(only: set[str] | None) -> list[Path]:
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "report.json")
     parser.add_argument("--only", help="comma-separated benchmark names (household, questions, ...)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"))
-    parser.add_argument("--scaling-sizes", help="episodes per scaling run, e.g. 1000,10000,100000 (default 1000,10000)")
+    parser.add_argument("--scaling-sizes", help="episodes per scaling run ('preset': the preset's own size), e.g. "
+                        "preset,1000,10000,100000 (default preset,1000,10000)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.compare:
         old, new = (json.loads(p.read_text()) for p in args.compare)
