@@ -29,6 +29,11 @@ def start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[by
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
 
 
+def worker_command(address: str, *extra: str) -> list[str]:
+    """A single-threaded ``dask worker`` without a nanny (stopped through its process group)."""
+    return [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny", *extra]
+
+
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in reversed(procs):  # each in its own session: its whole group goes
         if p.poll() is None:
@@ -53,7 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
                    logs / "scheduler.log")]  # fmt: skip
     try:
         for name in ("w1", "w2"):
-            cmd = [dask, "worker", address, "--nthreads", "1", "--name", name, "--no-dashboard", "--no-nanny"]
+            cmd = worker_command(address, "--name", name)
             procs.append(start(cmd, env, logs / f"{name}.log"))
         wait_for_workers(address, 2, timeout=120)
         yield address, marker

@@ -104,14 +104,14 @@ def can_unshare() -> bool:
 @pytest.mark.skipif(not can_unshare(), reason="needs root and unshare(1) for a worker with its own mount namespace")
 def test_a_worker_that_cannot_see_the_output_stops_the_run_with_a_clear_error(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    from tests.flows.test_dask import start, stop, wait_for_workers
+    from tests.flows.test_dask import start, stop, wait_for_workers, worker_command
 
     shared = tmp_path / "shared"
     shared.mkdir()
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     dask = str(BIN / "dask")
-    worker = [dask, "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny"]
+    worker = worker_command(address)
     # The second worker's view of `shared` is an empty tmpfs: the same path, another file system.
     blind = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
              f'mount -t tmpfs none "{shared}" && exec "$@"', "sh", *worker, "--name", "blind"]  # fmt: skip
@@ -147,7 +147,7 @@ def test_cluster_on_a_non_loopback_address_needs_no_api_and_gives_local_bytes(tm
     machines would: no worker is given the run's API or starts a server of its own, and the shards equal an
     inline run's."""
     pytest.importorskip("distributed")
-    from tests.flows.test_dask import start, stop, wait_for_workers
+    from tests.flows.test_dask import start, stop, wait_for_workers, worker_command
     from tests.processes import prefect_servers
     from tests.test_cli import shard_digests
 
@@ -160,8 +160,7 @@ def test_cluster_on_a_non_loopback_address_needs_no_api_and_gives_local_bytes(tm
     small = ["--no-progress", "--set", "generation.n_episodes=8", "--set", "generation.batch_size=2"]
     try:
         for name in ("w1", "w2"):
-            cmd = [dask, "worker", address, "--nthreads", "1", "--name", name, "--no-dashboard", "--no-nanny",
-                   "--host", OWN]  # fmt: skip
+            cmd = worker_command(address, "--name", name, "--host", OWN)
             procs.append(start(cmd, env, tmp_path / f"{name}.log"))
         wait_for_workers(address, 2, timeout=120)
         out = tmp_path / "dask"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.test_dask import stop, wait_for_workers
+from tests.flows.test_dask import stop, wait_for_workers, worker_command
 from tests.test_cli import shard_digests
 
 BIN = Path(sys.executable).parent
@@ -95,8 +95,7 @@ def namespaced_cluster(tmp_path: Path) -> Iterator[str]:
                                          "--no-dashboard"], tmp_path / "scheduler.log")]  # fmt: skip
         try:
             for name in ("w1", "w2"):
-                cmd = [dask, "worker", address, "--nthreads", "1", "--name", name, "--no-dashboard", "--no-nanny",
-                       "--host", workers_ip]  # fmt: skip
+                cmd = worker_command(address, "--name", name, "--host", workers_ip)
                 procs.append(start_in(workers_ns, cmd, tmp_path / f"{name}.log"))
             wait_for_workers(address, 2, timeout=120)
             yield address
