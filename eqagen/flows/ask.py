@@ -94,9 +94,42 @@ class Vocabulary:
         return mask
 
 
-def read_vocabulary(store: BatchStore, batch_names: list[str], held_out: Callable[[list[str]], set[str]]) -> Vocabulary:
-    """The vocabulary of every batch's episodes; ``held_out`` chooses the held-out scenes among the scene ids."""
-    tables = list(store.iter_tables(batch_names, NAMES, NAMES_SCHEMA))
+# The columns of a batch's questions the plan reads, and how many batches one reading unit takes.
+PROPOSAL_COLUMNS = ["balance_key", "episode_id", "grounded", "program"]
+BATCHES_PER_READ = 8
+
+
+@dataclass
+class PlanTables:
+    """What the plan reads of every batch, in batch order: its names table and its proposals' columns."""
+
+    names: list[pa.Table]
+    questions: list[pa.Table]
+
+
+def read_batches_plan_tables(directories: list[Path]) -> list[tuple[pa.Table, pa.Table]]:
+    """A few batches' names tables and proposals' columns (a unit)."""
+    return [
+        (
+            pq.read_table(d / f"{NAMES}.parquet", schema=NAMES_SCHEMA),
+            pq.read_table(d / "questions.parquet", schema=QUESTIONS_SCHEMA, columns=PROPOSAL_COLUMNS),
+        )
+        for d in directories
+    ]
+
+
+def read_plan_tables(store: BatchStore, batch_names: list[str], executor: Executor | None = None) -> PlanTables:
+    """Every batch's names and proposals' columns, read by units of :data:`BATCHES_PER_READ` batches (on
+    ``executor`` when given)."""
+    paths = [store.path(n) for n in batch_names]
+    groups = [paths[i : i + BATCHES_PER_READ] for i in range(0, len(paths), BATCHES_PER_READ)]
+    pairs = [pair for group in map_units(executor, read_batches_plan_tables, groups) for pair in group]
+    return PlanTables([names for names, _ in pairs], [questions for _, questions in pairs])
+
+
+def build_vocabulary(tables: list[pa.Table], held_out: Callable[[list[str]], set[str]]) -> Vocabulary:
+    """The vocabulary of every batch's episodes (their names ``tables``, in batch order); ``held_out``
+    chooses the held-out scenes among the scene ids."""
     names = pa.concat_tables(tables) if tables else NAMES_SCHEMA.empty_table()
     batch = np.concatenate([np.full(t.num_rows, i, np.int32) for i, t in enumerate(tables)] or [np.zeros(0, np.int32)])
     scenes = names["scene_id"].to_pylist()
@@ -125,15 +158,14 @@ class Proposal:
     scenes: frozenset[int]
 
 
-def read_proposals(store: BatchStore, batch_names: list[str], vocab: Vocabulary) -> list[Proposal]:
-    """The distinct ungrounded questions proposed by the batches, in the order first proposed (only a
-    question's first row is turned into a program)."""
+def first_proposals(tables: list[pa.Table], vocab: Vocabulary) -> list[Proposal]:
+    """The distinct ungrounded questions proposed by the batches (their questions ``tables``, in batch order),
+    in the order first proposed (only a question's first row is turned into a program)."""
     position = {e: i for i, e in enumerate(vocab.episode_ids)}
     first: dict[str, int] = {}
     programs: list[Program] = []
     scenes: dict[str, set[int]] = {}
-    columns = ["balance_key", "episode_id", "grounded", "program"]
-    for table in store.iter_tables(batch_names, "questions", QUESTIONS_SCHEMA, columns):
+    for table in tables:
         new_rows: list[int] = []
         rows = zip(table["balance_key"].to_pylist(), table["episode_id"].to_pylist(), table["grounded"].to_pylist())
         for row, (key, episode, grounded) in enumerate(rows):
@@ -274,8 +306,10 @@ def run_ask_stage(
     next ``ask.scenes`` scenes of their order. Each target batch's share of a round is one unit (on
     ``executor``'s workers when given), skipped where a previous run finished it."""
     start = time.perf_counter()
-    vocab = read_vocabulary(store, batch_names, held_out)
-    proposals = read_proposals(store, batch_names, vocab) if ask.scenes > 0 else []
+    tables = read_plan_tables(store, batch_names, executor)
+    vocab = build_vocabulary(tables.names, held_out)
+    proposals = first_proposals(tables.questions, vocab) if ask.scenes > 0 else []
+    del tables
     orders = target_orders(proposals, vocab, seed)
     plan_s = time.perf_counter() - start
     key = plan_key(seed, vocab.held_out_scenes, ask.scenes)

@@ -1,8 +1,9 @@
 """The run's timeline: which unit of work ran when and where, and what it says about scaling.
 
 Every unit the run hands to its workers (a batch, one batch's share of an ask round, a shard) is timed on
-the worker that runs it (:func:`timed`, through :class:`TimedExecutor`), and the run's own process adds
-the sections it spends alone (:meth:`Timeline.section`). From these spans alone:
+the worker that runs it, its input's decoding included (:func:`timed`, through :class:`TimedExecutor`),
+and the run's own process adds the sections it spends alone (:meth:`Timeline.section`). From these spans
+alone:
 
 - :func:`critical_path`: the run's wall time cut by stage. An instant belongs to the stage with the most
   units running then, else to the run's own innermost section, else to ``waiting`` (imports, the
@@ -25,6 +26,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import pickle
 import socket
 import threading
 import time
@@ -55,10 +57,12 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def timed(fn: Callable[..., Any], /, *args: Any) -> tuple[Any, Span]:
-    """``fn(*args)`` and the span it took, named after ``fn`` (runs on the worker)."""
+def timed(fn: Callable[..., Any], packed: bytes) -> tuple[Any, Span]:
+    """``fn`` called with its arguments unpickled from ``packed``, and the span it took, named after ``fn``
+    (runs on the worker). Decoding a unit's input (tens of milliseconds for an ask round's programs) is the
+    worker's work on that unit, so it is inside the span."""
     start = time.time()
-    result = fn(*args)
+    result = fn(*pickle.loads(packed))
     return result, Span(fn.__name__, start, time.time(), worker_name())
 
 
@@ -103,8 +107,8 @@ def spans_from_dict(data: dict[str, Any]) -> list[Span]:
 
 class TimedExecutor(Executor):
     """An executor whose units are timed where they run and added to ``timeline`` when they finish; the
-    futures it returns hold the units' own results. It owns nothing: shutting it down leaves ``inner``
-    running."""
+    futures it returns hold the units' own results. A unit's arguments are pickled here and unpickled inside
+    its span (:func:`timed`). It owns nothing: shutting it down leaves ``inner`` running."""
 
     def __init__(self, inner: Executor, timeline: Timeline):
         self.inner, self.timeline = inner, timeline
@@ -125,7 +129,7 @@ class TimedExecutor(Executor):
                 self.timeline.add(span)
                 outer.set_result(result)
 
-        self.inner.submit(timed, fn, *args).add_done_callback(settle)
+        self.inner.submit(timed, fn, pickle.dumps(args, pickle.HIGHEST_PROTOCOL)).add_done_callback(settle)
         return outer
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -83,8 +83,9 @@ def test_an_existence_question_is_asked_alike_where_its_kind_was_seen_several_ti
     several things of its kind and the others; other questions' targets keep their random order."""
     config = load_config("openeqa-hm3d", [*SMALL, "generation.n_episodes=24", "generation.params.n_scenes=12"])
     ctx, names = batches_in(tmp_path, config)
-    vocab = ask.read_vocabulary(ctx.store, names, lambda scenes: set())
-    proposals = ask.read_proposals(ctx.store, names, vocab)
+    tables = ask.read_plan_tables(ctx.store, names)
+    vocab = ask.build_vocabulary(tables.names, lambda scenes: set())
+    proposals = ask.first_proposals(tables.questions, vocab)
     orders = ask.target_orders(proposals, vocab, config.seed)
     checked = 0
     for proposal, order in zip(proposals, orders):
@@ -139,6 +140,6 @@ def test_only_a_world_with_existence_questions_names_what_its_episodes_saw_sever
     for preset, expected in (("demo", False), ("openeqa-hm3d", True)):
         config = load_config(preset, [*SMALL, "generation.n_episodes=8"])
         ctx, names = batches_in(tmp_path / preset, config)
-        vocab = ask.read_vocabulary(ctx.store, names, lambda scenes: set())
+        vocab = ask.build_vocabulary(ask.read_plan_tables(ctx.store, names).names, lambda scenes: set())
         has_several = any(n.startswith("several:") for episode in vocab.names for n in episode)
         assert has_several is expected, preset
