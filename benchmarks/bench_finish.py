@@ -2,13 +2,14 @@
 as the number of batches grows, on the checkpoints of an existing run.
 
 Each size runs ``eqagen.flows.pipeline.finish`` over the first N batches of a checkpoint directory
-(``OUT/.eqagen/batches/<hash>`` of a `generate` run, finished or not) in a fresh subprocess, which
-reports its own peak resident memory (``ru_maxrss``) and the seconds of every finish stage. The claim
+(``OUT/.eqagen/batches/<hash>`` of a `generate` run, finished or not) in a fresh subprocess, on
+``--workers`` forked workers as a run does, which reports its own peak resident memory (``ru_maxrss``),
+the seconds of every finish stage and the finish's serial seconds (fewer units running than workers). The claim
 checked: the finish's memory grows with the key columns of the candidates (tens of bytes per row),
 not with the full rows (kilobytes per row, with the episodes' steps).
 
     .venv/bin/python benchmarks/bench_finish.py --store OUT/.eqagen/batches/HASH \\
-        [--preset tag-eqa] [--sizes 20,200,2000] [--json out.json]
+        [--preset tag-eqa] [--sizes 20,200,2000] [--workers N] [--json out.json]
 
 Without ``--store`` it first makes the checkpoints of a 2,000-episode tag-eqa run (about two minutes
 on two cores) and measures the finish on 10 and 40 of its batches.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,14 +31,20 @@ import json, resource, sys, time
 from pathlib import Path
 from eqagen.config import config_hash, load_config
 from eqagen.flows import pipeline
-store, preset, n, out = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-names = sorted(p.name for p in store.iterdir() if (p / "DONE").exists())[:n]
-config = load_config(preset, [f"generation.n_episodes={n}"])
+from eqagen.flows.pool import forked_pool
+from eqagen.flows.timeline import Timeline, serial_seconds
+store, preset, n, out, workers = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5])
+names = sorted(p.name for p in store.iterdir() if (p / "DONE").exists() and p.name.startswith("batch-"))[:n]
+config = load_config(preset, [f"generation.n_episodes={n}", f"runner.workers={workers}"])
 ctx = pipeline.RunContext(out, config.seed, config_hash(config), config.questions, store)
 summary = pipeline.RunSummary(out)
+timeline = Timeline()
 start = time.perf_counter()
-pipeline.finish(config, ctx, names, summary)
-print(json.dumps({"batches": len(names), "seconds": round(time.perf_counter() - start, 2),
+with forked_pool(workers, timeline) as pool:
+    pipeline.finish(config, ctx, names, summary, pool.finish_executor, timeline)
+wall = time.perf_counter() - start
+print(json.dumps({"batches": len(names), "workers": workers, "seconds": round(wall, 2),
+                  "serial_seconds": round(serial_seconds(timeline.relative(), workers, wall), 2),
                   "stage_seconds": {k: round(v, 2) for k, v in summary.stage_seconds.items()},
                   "questions": summary.counts.get("questions_total"), "candidates": summary.counts.get("candidates"),
                   "episodes": summary.counts.get("episodes"),
@@ -44,9 +52,9 @@ print(json.dumps({"batches": len(names), "seconds": round(time.perf_counter() - 
 """
 
 
-def run_size(store: Path, preset: str, n: int) -> dict[str, Any]:
+def run_size(store: Path, preset: str, n: int, workers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="eqagen-finish-") as out:
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(store), preset, str(n), out],
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(store), preset, str(n), out, str(workers)],
                               capture_output=True, text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
         return {"batches": n, "error": proc.stderr[-2000:]}
@@ -79,6 +87,7 @@ def main() -> int:
     ap.add_argument("--store", type=Path, help="OUT/.eqagen/batches/<hash> of a generate run (default: make one)")
     ap.add_argument("--preset", default="tag-eqa", help="the preset (or YAML) the run was made with")
     ap.add_argument("--sizes", help="numbers of batches, comma-separated (default 20,200,2000; 10,40 without --store)")
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="forked workers (default: cores)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="eqagen-finish-store-") as tmp:
@@ -86,7 +95,7 @@ def main() -> int:
         sizes = args.sizes or ("20,200,2000" if args.store else "10,40")
         results = []
         for n in (int(s) for s in sizes.split(",")):
-            results.append(run_size(store, args.preset, n))
+            results.append(run_size(store, args.preset, n, args.workers))
             print(json.dumps(results[-1]))
     report = {"store": str(args.store or "made: tag-eqa, 2,000 episodes"), "preset": args.preset, "results": results,
               **verdict(results)}  # fmt: skip
