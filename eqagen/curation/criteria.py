@@ -291,6 +291,8 @@ TEXT_MODELS: dict[str, Callable[[pa.Table], list[str]]] = {
 }
 # A text model's answers to one query type's test records (in test order), by (model, query type).
 TextAnswers = Mapping[tuple[str, str], list[str]]
+# The arguments of text_model_answers for one fit: texts, contents, choices, train rows, test rows.
+TextModelInputs = tuple[list[str], list[str], list[list[str]], np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -329,14 +331,23 @@ def blind_setup(questions: pa.Table, contents: Sequence[str]) -> BlindSetup:
     return BlindSetup(train, test, keys, contents, query_types, choices, chance, [contents[i] for i in test])
 
 
-def text_model_query_answers(questions: pa.Table, setup: BlindSetup, model: str, query: str) -> list[str]:
-    """One text model fitted on one query type's train records and asked its test records: the question's
-    words tell its query type anyway, and the separate fits are several times cheaper than one over every
-    content (and can run side by side)."""
-    rows = setup.test_rows_of(query)
-    fit_on = np.array([i for i in setup.train if setup.query_types[i] == query], dtype=np.int64)
-    texts = TEXT_MODELS[model](questions)
-    return text_model_answers(texts, setup.contents, [setup.choices[r] for r in rows], fit_on, setup.test[rows])
+def text_model_fits(questions: pa.Table, setup: BlindSetup) -> dict[tuple[str, str], TextModelInputs]:
+    """Every fit the blind text models need, by (model, query type), the most train records first: one text
+    model fitted on one query type's train records and asked its test records (the question's words tell its
+    query type anyway, and the separate fits are several times cheaper than one over every content, and can
+    run side by side). Each holds only the rows it reads (its train records', then its test records'), so
+    it is small enough to send to a worker."""
+    texts = {model: read_texts(questions) for model, read_texts in TEXT_MODELS.items()}
+    fits = {}
+    for query in blind_queries(setup):
+        rows = setup.test_rows_of(query)
+        fit_on = [int(i) for i in setup.train if setup.query_types[i] == query]
+        used = [*fit_on, *(int(setup.test[r]) for r in rows)]
+        train, test = np.arange(len(fit_on)), np.arange(len(fit_on), len(used))
+        for model in TEXT_MODELS:
+            fits[model, query] = ([texts[model][i] for i in used], [setup.contents[i] for i in used],
+                                  [setup.choices[r] for r in rows], train, test)  # fmt: skip
+    return dict(sorted(fits.items(), key=lambda kv: -len(kv[1][3])))
 
 
 def blind_queries(setup: BlindSetup) -> list[str]:
@@ -379,15 +390,14 @@ def blind_baselines(
     """Blind models on test against chance (the mean over test records of 1/k, k: the distinct contents of
     the record's balance group): the majority content per question, and the TF-IDF text model on the
     template and on the paraphrased text. ``text_answers``: the text models' answers where they were fitted
-    elsewhere (:func:`text_model_query_answers`, one unit per model and query type); fitted here if None."""
+    elsewhere (:func:`text_model_fits`, one unit per model and query type); fitted here if None."""
     name, target = "blind_baselines", f"|accuracy - chance| <= {BLIND_TOLERANCE} overall and per query type"
     contents = answer_contents(questions) if contents is None else contents
     setup = blind_setup(questions, contents)
     if len(setup.test) == 0:
         return not_applicable(name, target, "no test records")
     if text_answers is None:
-        queries = blind_queries(setup)
-        text_answers = {(m, q): text_model_query_answers(questions, setup, m, q) for m in TEXT_MODELS for q in queries}
+        text_answers = {key: text_model_answers(*fit) for key, fit in text_model_fits(questions, setup).items()}
     models = {
         "majority": majority_answers(setup.keys, contents, setup.test),
         **{m: text_model_all_answers(setup, m, text_answers) for m in TEXT_MODELS},
@@ -407,15 +417,19 @@ def blind_baselines(
 
 # -- all of them -----------------------------------------------------------------------------------------
 def method_criteria(
-    questions: pa.Table, config: Mapping[str, Any] | None = None, text_answers: TextAnswers | None = None
+    questions: pa.Table,
+    config: Mapping[str, Any] | None = None,
+    text_answers: TextAnswers | None = None,
+    contents: Sequence[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}`` (``text_answers``:
-    the blind text models' answers where they were fitted elsewhere)."""
+    the blind text models' answers where they were fitted elsewhere; ``contents``: the records'
+    :func:`answer_contents` where already made)."""
     missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c != "paraphrase"]
     if missing:
         raise DataFileError("questions table", missing[0], "missing: the method criteria need it", REGENERATE)
     targets = MethodTargets.from_config(config, questions)
-    contents = answer_contents(questions)
+    contents = answer_contents(questions) if contents is None else contents
     results = [
         unseen_share(questions, targets),
         content_balance(questions, contents),

@@ -11,7 +11,6 @@ meanwhile.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor, Future
 from pathlib import Path
@@ -33,11 +32,11 @@ from eqagen.curation.audit import (
 )
 from eqagen.curation.criteria import (
     CRITERIA_COLUMNS,
-    TEXT_MODELS,
     answer_contents,
     blind_setup,
     method_criteria,
-    text_model_query_answers,
+    text_model_answers,
+    text_model_fits,
 )
 from eqagen.outputs.card import render_card, write_card
 from eqagen.outputs.dataset import read_shard
@@ -62,13 +61,6 @@ def table_of(info: ShardInfo) -> str:
 
 def read_questions(paths: list[Path], columns: tuple[str, ...]) -> pa.Table:
     return pa.concat_tables([read_shard(p, columns) for p in paths])
-
-
-def fit_blind_text_model(paths: list[Path], model: str, query: str) -> list[str]:
-    """One blind text model fitted on one query type (a unit: it reads the staged question shards itself)."""
-    questions = read_questions(paths, CRITERIA_COLUMNS)
-    setup = blind_setup(questions, answer_contents(questions))
-    return text_model_query_answers(questions, setup, model, query)
 
 
 class Results(Mapping):
@@ -109,13 +101,13 @@ def write_audit_files(
     stats = {"funnel": funnel, "stages": stage_stats or {}, "dataset": dataset}
     plots = executor.submit(report_plots, stats) if report and executor is not None else None
     paths = [out_dir / s.path for s in ordered if table_of(s) == "questions"]
+    rows = read_questions(paths, CRITERIA_COLUMNS)
+    contents = answer_contents(rows)
     text_answers = None
-    if executor is not None:
-        train = questions.split_queries.get("train", Counter())
-        queries = sorted(questions.split_queries.get("test", {}), key=lambda q: (-train[q], q))  # largest fits first
-        futures = {(m, q): executor.submit(fit_blind_text_model, paths, m, q) for q in queries for m in TEXT_MODELS}
-        text_answers = Results(futures)
-    criteria = method_criteria(read_questions(paths, CRITERIA_COLUMNS), manifest.get("config"), text_answers)
+    if executor is not None:  # the fits as units, side by side, while the other criteria are computed here
+        fits = text_model_fits(rows, blind_setup(rows, contents))
+        text_answers = Results({key: executor.submit(text_model_answers, *fit) for key, fit in fits.items()})
+    criteria = method_criteria(rows, manifest.get("config"), text_answers, contents)
     stats = {**stats, "dataset": {**dataset, "criteria": criteria}}
     write_json_atomic(stats, out_dir / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
