@@ -72,9 +72,10 @@ def worker_view(directory: str, token: str) -> str | None:
 
 
 def check_shared_directory(directory: Path, run_on_workers: Callable[..., dict[str, str | None]]) -> int:
-    """Fail before any batch runs unless every worker sees and can write ``directory``, where the batches'
-    checkpoints go. ``run_on_workers(fn, *args)`` runs ``fn`` on every worker (``distributed.Client.run``)
-    and returns its results by worker. Returns the number of workers checked."""
+    """Fail before any unit runs unless every worker sees and can write ``directory``, where the batches'
+    checkpoints go (the staged shards the workers write are beside it, in the same output directory).
+    ``run_on_workers(fn, *args)`` runs ``fn`` on every worker (``distributed.Client.run``) and returns its
+    results by worker. Returns the number of workers checked."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
@@ -163,7 +164,10 @@ def dask_pool(runner: RunnerConfig, store_root: Path, timeline: Timeline) -> Ite
             cluster.close()
 
     try:
-        workers = check_shared_directory(store_root, client.run) if runner.address else runner.workers
+        if runner.address:
+            check_shared_directory(store_root, client.run)
+        # the run's width: one unit per worker thread (a worker started with --nthreads 4 runs four at once)
+        workers = sum(client.nthreads().values()) if runner.address else runner.workers
     except BaseException:
         close(True)
         raise
