@@ -214,31 +214,28 @@ def finish(
     with timeline.section("ask"):
         asked = ask_everywhere(config, ctx, batch_names, executor, candidates)
     seconds["ask"] = log.record(asked.report).seconds
-    start = time.perf_counter()
-    with timeline.section("read"):
+    with timeline.section("read") as read:
         files = ask.candidate_files(ctx.store, batch_names, asked.directories)
         keys = candidates.read(files, executor)
-    seconds["read"] = time.perf_counter() - start
+    seconds["read"] = read.seconds
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
     with timeline.section("select"):
         kept = stream.select(keys, config, log, held_out)
     seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
     del keys, candidates  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
-    start = time.perf_counter()
-    with timeline.section("write"):
+    with timeline.section("write") as write:
         seconds["paraphrase"] = log.record(
             stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
         ).seconds
         for shard in episode_shards:
             writer.add_staged(*shard.result())
-    seconds["write"] = time.perf_counter() - start - seconds["paraphrase"]
+    seconds["write"] = write.seconds - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
-    start = time.perf_counter()
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
-    with timeline.section("audit"):
+    with timeline.section("audit") as audit:
         manifest, stats = writer.seal(identity, log, executor=executor)
-    seconds["audit"] = time.perf_counter() - start
+    seconds["audit"] = audit.seconds
     summary.counts = {
         **manifest["rows"],
         "candidates": programs.rows_in,
@@ -267,10 +264,9 @@ def generate_inline(
     out_dir = Path(out_dir)
     ctx = make_context(config, out_dir)
     summary = RunSummary(out_dir, runner="inline")
-    start = time.perf_counter()
-    with timeline.section("plan"):
+    with timeline.section("plan") as plan:
         batches = stages.plan_batches(config.generation, config.seed)
-    summary.stage_seconds["plan"] = time.perf_counter() - start
+    summary.stage_seconds["plan"] = plan.seconds
     names = [b.name for b in batches]
     finished = ctx.store.done(names)
     summary.batches_total, summary.batches_resumed = len(batches), len(finished)

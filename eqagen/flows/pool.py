@@ -148,8 +148,9 @@ class RunDriver:
     ):
         self.config, self.ctx, self.pool, self.summary = config, ctx, pool, summary
         self.on_batch = on_batch or (lambda batch: None)
-        with pool.timeline.section("plan"):
+        with pool.timeline.section("plan") as plan:
             self.batches = stages.plan_batches(config.generation, config.seed)
+        summary.stage_seconds["plan"] = plan.seconds
         self.names = [b.name for b in self.batches]
         self.resumed = ctx.store.done(self.names)
         self.todo = [b for b in self.batches if b.name not in self.resumed]

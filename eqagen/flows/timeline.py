@@ -66,6 +66,13 @@ def timed(fn: Callable[..., Any], packed: bytes) -> tuple[Any, Span]:
     return result, Span(fn.__name__, start, time.time(), worker_name())
 
 
+@dataclass
+class Section:
+    """A section's seconds, set when its block ends (:meth:`Timeline.section`)."""
+
+    seconds: float = 0.0
+
+
 class Timeline:
     """The spans of one run, added from any thread."""
 
@@ -79,13 +86,16 @@ class Timeline:
             self.spans.append(span)
 
     @contextlib.contextmanager
-    def section(self, stage: str) -> Iterator[None]:
-        """Time the block as the run's own process's work."""
-        start = time.time()
+    def section(self, stage: str) -> Iterator[Section]:
+        """Time the block as the run's own process's work; the :class:`Section` it gives holds its seconds
+        once the block is done."""
+        section, start = Section(), time.time()
         try:
-            yield
+            yield section
         finally:
-            self.add(Span(stage, start, time.time(), MAIN))
+            end = time.time()
+            section.seconds = end - start
+            self.add(Span(stage, start, end, MAIN))
 
     def relative(self) -> list[Span]:
         """The spans with times in seconds since the run started, in start order."""

@@ -60,7 +60,8 @@ def test_the_driver_runs_every_batch_once_in_plan_order_then_the_finish(tmp_path
     assert finished is summary and summary.batches_resumed == 1 and summary.counts["questions_total"] > 0
     assert [s.stage for s in timeline.relative() if s.stage == "run_batch"] == ["run_batch"] * len(todo)
     inline_out = tmp_path / "inline"
-    pipeline.generate_inline(config, inline_out)
+    inline_summary = pipeline.generate_inline(config, inline_out)
+    assert set(summary.stage_seconds) == set(inline_summary.stage_seconds), "the driver times every stage"
     names = [b.name for b in batches]
     inline = pipeline.make_context(config, inline_out)
     for read in ("read_questions", "read_episodes"):
