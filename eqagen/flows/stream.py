@@ -165,11 +165,6 @@ class CandidateKeys:
         return merge_keys([self.tables[f] for f in files], self.columns)
 
 
-def read_keys(files: list[Path], columns: list[str], executor: Executor | None = None) -> pa.Table:
-    """The key table of every candidate file, in order (:meth:`CandidateKeys.read`)."""
-    return CandidateKeys(columns).read(files, executor)
-
-
 def merge_keys(tables: list[pa.Table], columns: list[str]) -> pa.Table:
     """Files' key tables (:func:`read_file_keys`) as one, in order, with each row's file (``BATCH``) and row;
     the text columns' dictionaries merged into one per column."""

@@ -77,7 +77,7 @@ def test_key_table_holds_only_the_selection_columns(tmp_path, small_config) -> N
     pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
-    keys = stream.read_keys(ask.candidate_files(ctx.store, names, []), stream.key_columns(config))
+    keys = stream.CandidateKeys(stream.key_columns(config)).read(ask.candidate_files(ctx.store, names, []))
     assert "program" not in keys.column_names and "structured_answer" not in keys.column_names
     assert set(config.split.stratify_by) <= set(keys.column_names)
     assert keys.num_rows == ctx.store.read_questions(names).num_rows
@@ -97,7 +97,7 @@ def kept_keys(tmp_path, config) -> tuple[list, pa.Table, str]:
     ctx = pipeline.make_context(config, tmp_path)
     names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
     files = ask.candidate_files(ctx.store, names, [])
-    kept = stream.select(stream.read_keys(files, stream.key_columns(config)), config, StageLog(), None)
+    kept = stream.select(stream.CandidateKeys(stream.key_columns(config)).read(files), config, StageLog(), None)
     return files, kept, ctx.config_hash
 
 
