@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from eqagen.core.stages import StageReport
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
-from eqagen.outputs.units import map_units
+from eqagen.outputs.units import map_units, submit
 from eqagen.predicates.config import QuestionConfig
 
 NAMES = "names"  # the batches' table of each episode's names
@@ -99,14 +99,6 @@ PROPOSAL_COLUMNS = ["balance_key", "episode_id", "grounded", "program"]
 BATCHES_PER_READ = 8
 
 
-@dataclass
-class PlanTables:
-    """What the plan reads of every batch, in batch order: its names table and its proposals' columns."""
-
-    names: list[pa.Table]
-    questions: list[pa.Table]
-
-
 def read_batches_plan_tables(directories: list[Path]) -> list[tuple[pa.Table, pa.Table]]:
     """A few batches' names tables and proposals' columns (a unit)."""
     return [
@@ -118,66 +110,105 @@ def read_batches_plan_tables(directories: list[Path]) -> list[tuple[pa.Table, pa
     ]
 
 
-def read_plan_tables(store: BatchStore, batch_names: list[str], executor: Executor | None = None) -> PlanTables:
-    """Every batch's names and proposals' columns, read by units of :data:`BATCHES_PER_READ` batches (on
-    ``executor`` when given)."""
-    paths = [store.path(n) for n in batch_names]
-    groups = [paths[i : i + BATCHES_PER_READ] for i in range(0, len(paths), BATCHES_PER_READ)]
-    pairs = [pair for group in map_units(executor, read_batches_plan_tables, groups) for pair in group]
-    return PlanTables([names for names, _ in pairs], [questions for _, questions in pairs])
-
-
-def build_vocabulary(tables: list[pa.Table], held_out: Callable[[list[str]], set[str]]) -> Vocabulary:
-    """The vocabulary of every batch's episodes (their names ``tables``, in batch order); ``held_out``
-    chooses the held-out scenes among the scene ids."""
-    names = pa.concat_tables(tables) if tables else NAMES_SCHEMA.empty_table()
-    batch = np.concatenate([np.full(t.num_rows, i, np.int32) for i, t in enumerate(tables)] or [np.zeros(0, np.int32)])
-    scenes = names["scene_id"].to_pylist()
-    scene_values = sorted(set(scenes))
-    code = {s: i for i, s in enumerate(scene_values)}
-    n = names.num_rows
-    per_episode = [frozenset(ns) for ns in names["names"].to_pylist()]
-    having: dict[str, np.ndarray] = {}
-    for i, episode_names in enumerate(per_episode):
-        for name in episode_names:
-            having.setdefault(name, np.zeros(n, dtype=bool))[i] = True
-    scene = np.array([code[s] for s in scenes], dtype=np.int64)
-    held_scenes = held_out(scene_values)
-    held = np.array([s in held_scenes for s in scenes], dtype=bool)
-    return Vocabulary(names["episode_id"].to_pylist(), batch, scene, held, per_episode, having, held_scenes)
-
-
 @dataclass(frozen=True)
 class Proposal:
-    """A distinct question as first proposed (in batch order): its program, its episode, and every scene
-    that proposed it (where it is never asked again)."""
+    """A distinct question as first proposed (in batch order): its program, its episode, every scene that
+    proposed it (where it is never asked again), and the names a target must have
+    (:func:`eqagen.predicates.asking.required_names`, against its episode's names)."""
 
     key: str
     program: Program
     episode: int  # index into Vocabulary.episode_ids
     scenes: frozenset[int]
+    need: frozenset[str]
 
 
-def first_proposals(tables: list[pa.Table], vocab: Vocabulary) -> list[Proposal]:
-    """The distinct ungrounded questions proposed by the batches (their questions ``tables``, in batch order),
-    in the order first proposed (only a question's first row is turned into a program)."""
-    position = {e: i for i, e in enumerate(vocab.episode_ids)}
-    first: dict[str, int] = {}
-    programs: list[Program] = []
-    scenes: dict[str, set[int]] = {}
-    for table in tables:
-        new_rows: list[int] = []
-        rows = zip(table["balance_key"].to_pylist(), table["episode_id"].to_pylist(), table["grounded"].to_pylist())
-        for row, (key, episode, grounded) in enumerate(rows):
-            if grounded:
+class PlanInputs:
+    """What the ask plan reads of the batches, folded in batch by batch in batch order (:meth:`add`): every
+    episode's batch, scene and names, and each distinct ungrounded question as first proposed (only its
+    first row is turned into a program), with the scenes that proposed it.
+
+    The run's driver folds each batch in as soon as it and every batch before it are checkpointed, while
+    later batches still run, so the plan is all but ready when the last batch is; :meth:`complete` reads
+    whatever batches were not folded in (all of them for a finish on its own)."""
+
+    def __init__(self) -> None:
+        self.batches = 0  # how many batches, from the first, are folded in
+        self.episode_ids: list[str] = []
+        self.batch: list[int] = []
+        self.scene_ids: list[str] = []
+        self.names: list[frozenset[str]] = []
+        self.having: dict[str, list[int]] = {}  # name -> the episodes that have it
+        self.position: dict[str, int] = {}  # episode id -> its index
+        self.first: dict[str, Proposal] = {}  # balance key -> its proposal (its scenes: see proposals())
+        self.proposed_in: dict[str, set[str]] = {}  # balance key -> the scene ids that proposed it
+
+    def add(self, names: pa.Table, questions: pa.Table) -> None:
+        """Fold in the next batch: its names table and its proposals' columns (:data:`PROPOSAL_COLUMNS`)."""
+        from eqagen.predicates.asking import required_names  # the question engine, where used
+
+        for episode, scene, episode_names in zip(*(names[c].to_pylist() for c in ("episode_id", "scene_id", "names"))):
+            index = len(self.episode_ids)
+            self.position[episode] = index
+            self.episode_ids.append(episode)
+            self.batch.append(self.batches)
+            self.scene_ids.append(scene)
+            self.names.append(frozenset(episode_names))
+            for name in episode_names:
+                self.having.setdefault(name, []).append(index)
+        keys, episodes, grounded = (questions[c].to_pylist() for c in ("balance_key", "episode_id", "grounded"))
+        new: dict[str, int] = {}  # the questions this batch proposes first -> their first row
+        for row, (key, episode) in enumerate(zip(keys, episodes)):
+            if grounded[row]:
                 continue
-            where = position[episode]
-            scenes.setdefault(key, set()).add(int(vocab.scene[where]))
-            if key not in first:
-                first[key] = where
-                new_rows.append(row)
-        programs += [Program.from_dict(p) for p in table["program"].take(pa.array(new_rows, pa.int64())).to_pylist()]
-    return [Proposal(k, p, e, frozenset(scenes[k])) for (k, e), p in zip(first.items(), programs)]
+            self.proposed_in.setdefault(key, set()).add(self.scene_ids[self.position[episode]])
+            if key not in self.first and key not in new:
+                new[key] = row
+        programs = questions["program"].take(pa.array(list(new.values()), pa.int64())).to_pylist()
+        for (key, row), spec in zip(new.items(), programs):
+            where, program = self.position[episodes[row]], Program.from_dict(spec)
+            need = required_names(program, set(self.names[where]))
+            self.first[key] = Proposal(key, program, where, frozenset(), need)
+        self.batches += 1
+
+    def complete(self, store: BatchStore, batch_names: list[str], executor: Executor | None = None) -> PlanInputs:
+        """Fold in the batches not folded in yet, read by units of :data:`BATCHES_PER_READ` batches (on
+        ``executor`` when given)."""
+        paths = [store.path(n) for n in batch_names[self.batches :]]
+        groups = [paths[i : i + BATCHES_PER_READ] for i in range(0, len(paths), BATCHES_PER_READ)]
+        for group in map_units(executor, read_batches_plan_tables, groups):
+            for names, questions in group:
+                self.add(names, questions)
+        return self
+
+    def vocabulary(self, held_out: Callable[[list[str]], set[str]]) -> Vocabulary:
+        """The vocabulary of the episodes folded in; ``held_out`` chooses the held-out scenes among the scene ids."""
+        n = len(self.episode_ids)
+        scene_values = sorted(set(self.scene_ids))
+        code = {s: i for i, s in enumerate(scene_values)}
+        having = {}
+        for name, rows in self.having.items():
+            having[name] = np.zeros(n, dtype=bool)
+            having[name][rows] = True
+        held_scenes = held_out(scene_values)
+        return Vocabulary(
+            list(self.episode_ids),
+            np.array(self.batch, dtype=np.int32),
+            np.array([code[s] for s in self.scene_ids], dtype=np.int64),
+            np.array([s in held_scenes for s in self.scene_ids], dtype=bool),
+            list(self.names),
+            having,
+            held_scenes,
+        )
+
+    def proposals(self, vocab: Vocabulary) -> list[Proposal]:
+        """The distinct ungrounded questions in the order first proposed, each with the scenes (``vocab``'s
+        codes) that proposed it."""
+        code = {s: int(c) for s, c in zip(self.scene_ids, vocab.scene)}
+        return [
+            Proposal(p.key, p.program, p.episode, frozenset(code[s] for s in self.proposed_in[k]), p.need)
+            for k, p in self.first.items()
+        ]
 
 
 def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator) -> np.ndarray:
@@ -186,18 +217,28 @@ def target_order(proposal: Proposal, vocab: Vocabulary, rng: np.random.Generator
     likely to answer it ``yes`` (:func:`eqagen.predicates.asking.presence_name`) and the others, so that its
     asks find both answers (asked at random, about one house in twenty answered ``yes``). Round ``r`` asks
     the ``r``-th slice of the order."""
-    from eqagen.predicates.asking import presence_name, required_names  # the question engine, where used
+    from eqagen.predicates.asking import presence_name  # the question engine, where used
 
-    need = required_names(proposal.program, set(vocab.names[proposal.episode]))
-    ok = vocab.episodes_with(need) & (vocab.held_out == vocab.held_out[proposal.episode])
+    ok = vocab.episodes_with(proposal.need) & (vocab.held_out == vocab.held_out[proposal.episode])
     proposed_here = np.zeros(int(vocab.scene.max()) + 1, dtype=bool)
     proposed_here[list(proposal.scenes)] = True
     candidates = np.flatnonzero(ok & ~proposed_here[vocab.scene])
-    order = candidates[np.argsort(rng.random(candidates.size), kind="stable")]
-    _, first = np.unique(vocab.scene[order], return_index=True)  # one episode per scene: its first in the order
-    order = order[np.sort(first)]
+    order = candidates[first_per_scene(vocab.scene[candidates], rng.random(candidates.size))]
     presence = presence_name(proposal.program)
     return order if presence is None else alternate(order, vocab.episodes_with(frozenset({presence}))[order])
+
+
+def first_per_scene(scene: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """The positions of a random order's first element of each scene, in that order: the elements (their
+    ``scene`` codes) ordered by ``draw`` (a tie goes to the earlier position), then each scene's first kept.
+    Found without sorting every element (they are many, the scenes few): each scene's least draw, then the
+    scenes' winners sorted."""
+    least = np.full(int(scene.max(initial=-1)) + 1, np.inf)
+    np.minimum.at(least, scene, draw)
+    at_least = np.flatnonzero(draw == least[scene])
+    _, first = np.unique(scene[at_least], return_index=True)  # within a scene, a tie goes to the earlier
+    winners = np.sort(at_least[first])  # by position, so that a tie between scenes goes to the earlier too
+    return winners[np.argsort(draw[winners], kind="stable")]
 
 
 def alternate(order: np.ndarray, side: np.ndarray) -> np.ndarray:
@@ -300,16 +341,20 @@ def run_ask_stage(
     held_out: Callable[[list[str]], set[str]],
     wanted: Wanted,
     executor: Executor | None = None,
+    inputs: PlanInputs | None = None,
+    on_written: Callable[[Path], None] | None = None,
 ) -> AskResult:
     """Plan the asks and run them round by round: round 0 asks every proposal in ``ask.scenes`` scenes,
     each later round asks the proposals that ``wanted`` still wants (given the candidates so far) in the
     next ``ask.scenes`` scenes of their order. Each target batch's share of a round is one unit (on
-    ``executor``'s workers when given), skipped where a previous run finished it."""
+    ``executor``'s workers when given), skipped where a previous run finished it. ``inputs``: the plan's
+    inputs as folded in so far (the rest is read here); ``on_written`` is told each candidate file a unit
+    writes, as soon as it is written (the run starts reading its keys while the round goes on)."""
     start = time.perf_counter()
-    tables = read_plan_tables(store, batch_names, executor)
-    vocab = build_vocabulary(tables.names, held_out)
-    proposals = first_proposals(tables.questions, vocab) if ask.scenes > 0 else []
-    del tables
+    inputs = (inputs or PlanInputs()).complete(store, batch_names, executor)
+    vocab = inputs.vocabulary(held_out)
+    proposals = inputs.proposals(vocab) if ask.scenes > 0 else []
+    del inputs
     orders = target_orders(proposals, vocab, seed)
     plan_s = time.perf_counter() - start
     key = plan_key(seed, vocab.held_out_scenes, ask.scenes)
@@ -324,7 +369,7 @@ def run_ask_stage(
                 break
         plan = plan_round(proposals, orders, want, vocab, r * ask.scenes, ask.scenes)
         directory = store.root / round_name(key, r, [p.key for p, w in zip(proposals, want) if w])
-        run_round(store.root, directory, batch_names, plan, questions, seed, executor)
+        run_round(store.root, directory, batch_names, plan, questions, seed, executor, on_written)
         directories.append(directory)
         rounds.append(round_stats(directory, batch_names, sum(want)))
     stats = {
@@ -356,13 +401,19 @@ def run_round(
     questions: QuestionConfig,
     seed: int,
     executor: Executor | None,
+    on_written: Callable[[Path], None] | None = None,
 ) -> None:
     """A round's unfinished target batches, one unit each, the most asks first (so that the round's last
-    units are short ones, and no worker waits long for the one still asking)."""
+    units are short ones, and no worker waits long for the one still asking); ``on_written`` gets each
+    unit's candidate file as it is done."""
     todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
     todo.sort(key=lambda i: -len(plan.get(i, [])))
-    args = [(store_root, directory, batch_names[i], plan.get(i, []), questions, seed) for i in todo]
-    list(map_units(executor, ask_batch, *zip(*args)) if args else [])
+    units = {submit(executor, ask_batch, store_root, directory, batch_names[i], plan.get(i, []), questions, seed): i
+             for i in todo}  # fmt: skip
+    for unit in as_completed(units):
+        unit.result()  # a failed unit fails the round, its error first
+        if on_written:
+            on_written(directory / batch_names[units[unit]] / f"{ASKED}.parquet")
 
 
 def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict[str, Any]:

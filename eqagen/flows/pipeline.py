@@ -171,9 +171,11 @@ def ask_everywhere(
     batch_names: list[str],
     executor: Executor | None = None,
     keys: stream.CandidateKeys | None = None,
+    inputs: ask.PlanInputs | None = None,
 ) -> ask.AskResult:
     """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
-    warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read)."""
+    warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read:
+    each round's files are read as their units write them); ``inputs``: the plan's inputs folded in so far."""
     keys = keys or stream.CandidateKeys(stream.key_columns(config))
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
@@ -185,7 +187,13 @@ def ask_everywhere(
         return stream.still_wanted(keys.read(files, executor), config, held if partition else None)
 
     settings = ask.AskSettings(config.balance.ask_scenes, config.balance.ask_rounds)
-    return ask.run_ask_stage(ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor)
+
+    def read_soon(file: Path) -> None:
+        keys.prefetch([file], executor)
+
+    return ask.run_ask_stage(
+        ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor, inputs, read_soon
+    )
 
 
 def finish(
@@ -195,6 +203,7 @@ def finish(
     summary: RunSummary,
     executor: Executor | None = None,
     timeline: Timeline | None = None,
+    plan_inputs: ask.PlanInputs | None = None,
 ) -> RunSummary:
     """Everything after the batched stages, from the checkpoints alone (so a resumed run gets here too),
     streamed batch by batch (:mod:`eqagen.flows.stream`): memory follows the batch, not the dataset. Its
@@ -203,7 +212,8 @@ def finish(
     statistics made) and the audit's blind models and plots. What stays here is what needs every candidate
     at once, on the key table: balance, compose, split, and the merge of the units' small results. Each
     stage's report goes to the run's :class:`StageLog`, which stats.json records as it is; each step is a
-    section of ``timeline``."""
+    section of ``timeline``. ``plan_inputs``: the ask plan's inputs as the run's driver folded them in while
+    the batches ran (the rest is read here)."""
     seconds, log = summary.stage_seconds, StageLog()
     timeline = timeline or Timeline()
     batch_stats = ctx.store.read_stats(batch_names)
@@ -211,8 +221,9 @@ def finish(
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes at commit
     episode_shards = stream.submit_episode_shards(ctx.store, batch_names, writer, executor)
     candidates = stream.CandidateKeys(stream.key_columns(config))  # each candidate file read once
+    candidates.prefetch(ask.candidate_files(ctx.store, batch_names, []), executor)  # while the asks are planned
     with timeline.section("ask"):
-        asked = ask_everywhere(config, ctx, batch_names, executor, candidates)
+        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs)
     seconds["ask"] = log.record(asked.report).seconds
     with timeline.section("read") as read:
         files = ask.candidate_files(ctx.store, batch_names, asked.directories)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eqagen.config import PipelineConfig
-from eqagen.flows import pipeline, stages
+from eqagen.flows import ask, pipeline, stages
 from eqagen.flows.server import _die_with_parent
 from eqagen.flows.timeline import TimedExecutor, Timeline
 
@@ -156,6 +156,7 @@ class RunDriver:
         self.todo = [b for b in self.batches if b.name not in self.resumed]
         summary.batches_total, summary.batches_resumed = len(self.batches), len(self.resumed)
         self._futures: dict[str, Future] = {b.name: Future() for b in self.todo}
+        self.plan_inputs = ask.PlanInputs()  # folded in batch by batch while later batches run
         self.finished: Future = Future()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="eqagen-driver", daemon=True)
@@ -175,7 +176,9 @@ class RunDriver:
         try:
             self._run_batches()
             executor = self.pool.finish_executor
-            summary = pipeline.finish(self.config, self.ctx, self.names, self.summary, executor, self.pool.timeline)
+            summary = pipeline.finish(
+                self.config, self.ctx, self.names, self.summary, executor, self.pool.timeline, self.plan_inputs
+            )
             self.finished.set_result(summary)
         except BaseException as error:
             self.stop()
@@ -189,13 +192,13 @@ class RunDriver:
         window = max(2, WINDOW_PER_WORKER * self.pool.workers)
         queue = iter(self.todo)
         running: dict[Future, stages.Batch] = {}
-        while True:
+
+        def refill() -> None:
             while len(running) < window and not self._stopped.is_set() and (batch := next(queue, None)):
                 running[self.pool.executor.submit(pipeline.run_batch, self.ctx, batch)] = batch
-            if not running:
-                if self._stopped.is_set():
-                    raise RuntimeError("the run was stopped")
-                return
+
+        refill()
+        while running:
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:
                 batch = running.pop(future)
@@ -203,3 +206,19 @@ class RunDriver:
                 pipeline.add_batch_seconds(self.summary.stage_seconds, result)
                 self._futures[batch.name].set_result(result)
                 self.on_batch(batch)
+            refill()
+            self._fold_plan_inputs()
+        if self._stopped.is_set():
+            raise RuntimeError("the run was stopped")
+
+    def _fold_plan_inputs(self) -> None:
+        """Fold the ask plan's inputs of every batch checkpointed so far that follows, in plan order, those
+        already folded in (the run's process is otherwise idle while the workers run batches)."""
+        inputs = self.plan_inputs
+        while inputs.batches < len(self.names) and self._is_checkpointed(self.names[inputs.batches]):
+            (tables,) = ask.read_batches_plan_tables([self.ctx.store.path(self.names[inputs.batches])])
+            inputs.add(*tables)
+
+    def _is_checkpointed(self, name: str) -> bool:
+        future = self._futures.get(name)
+        return future.done() if future is not None else name in self.resumed

@@ -42,7 +42,7 @@ from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.folder import DatasetWriter, split_names
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, shard_name, write_parquet_atomic, write_shard
-from eqagen.outputs.units import map_units, submit
+from eqagen.outputs.units import submit
 from eqagen.paraphrase.config import ParaphraseConfig
 from eqagen.paraphrase.runner import FailureGuard
 from eqagen.paraphrase.stage import (
@@ -147,21 +147,31 @@ def read_files_keys(paths: list[Path], columns: list[str]) -> list[pa.Table]:
 class CandidateKeys:
     """The key columns of candidate files, each file read once in a finish: the ask stage's rounds add files,
     and every round's :func:`still_wanted` and the selection read every file so far. Holds each file's key
-    table (a few columns of its rows) for the finish's lifetime."""
+    table (a few columns of its rows) for the finish's lifetime. A file's reading can start before its keys
+    are needed (:meth:`prefetch`: the batches' files while the asks are planned, each round's files as
+    their units write them), so that the run's process finds them read."""
 
     def __init__(self, columns: list[str]):
         self.columns = columns
         self.tables: dict[Path, pa.Table] = {}
+        self.reading: dict[Path, tuple[Future[list[pa.Table]], int]] = {}  # file -> its unit, its place there
+
+    def prefetch(self, files: list[Path], executor: Executor | None = None) -> None:
+        """Start reading the files neither read nor being read, by units of :data:`FILES_PER_UNIT` files (on
+        ``executor`` when given, else here and now)."""
+        new = [f for f in files if f not in self.tables and f not in self.reading]
+        for i in range(0, len(new), FILES_PER_UNIT):
+            group = new[i : i + FILES_PER_UNIT]
+            unit = submit(executor, read_files_keys, group, self.columns)
+            self.reading.update({f: (unit, j) for j, f in enumerate(group)})
 
     def read(self, files: list[Path], executor: Executor | None = None) -> pa.Table:
-        """The key table of ``files`` (:func:`merge_keys`), reading only those not read before, by units of
-        :data:`FILES_PER_UNIT` files (on ``executor`` when given)."""
-        new = [f for f in files if f not in self.tables]
-        groups = [new[i : i + FILES_PER_UNIT] for i in range(0, len(new), FILES_PER_UNIT)]
-        tables = (
-            t for group in map_units(executor, read_files_keys, groups, [self.columns] * len(groups)) for t in group
-        )
-        self.tables.update(zip(new, tables))
+        """The key table of ``files`` (:func:`merge_keys`), reading only those not read before."""
+        self.prefetch(files, executor)
+        for f in files:
+            if f in self.reading:
+                unit, place = self.reading.pop(f)
+                self.tables[f] = unit.result()[place]
         return merge_keys([self.tables[f] for f in files], self.columns)
 
 

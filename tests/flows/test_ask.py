@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eqagen.config import load_config
+from eqagen.core import Program
 from eqagen.flows import ask, pipeline, stages
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.predicates.asking import several_name
@@ -83,9 +84,9 @@ def test_an_existence_question_is_asked_alike_where_its_kind_was_seen_several_ti
     several things of its kind and the others; other questions' targets keep their random order."""
     config = load_config("openeqa-hm3d", [*SMALL, "generation.n_episodes=24", "generation.params.n_scenes=12"])
     ctx, names = batches_in(tmp_path, config)
-    tables = ask.read_plan_tables(ctx.store, names)
-    vocab = ask.build_vocabulary(tables.names, lambda scenes: set())
-    proposals = ask.first_proposals(tables.questions, vocab)
+    inputs = ask.PlanInputs().complete(ctx.store, names)
+    vocab = inputs.vocabulary(lambda scenes: set())
+    proposals = inputs.proposals(vocab)
     orders = ask.target_orders(proposals, vocab, config.seed)
     checked = 0
     for proposal, order in zip(proposals, orders):
@@ -140,6 +141,54 @@ def test_only_a_world_with_existence_questions_names_what_its_episodes_saw_sever
     for preset, expected in (("demo", False), ("openeqa-hm3d", True)):
         config = load_config(preset, [*SMALL, "generation.n_episodes=8"])
         ctx, names = batches_in(tmp_path / preset, config)
-        vocab = ask.build_vocabulary(ask.read_plan_tables(ctx.store, names).names, lambda scenes: set())
+        vocab = ask.PlanInputs().complete(ctx.store, names).vocabulary(lambda scenes: set())
         has_several = any(n.startswith("several:") for episode in vocab.names for n in episode)
         assert has_several is expected, preset
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), max_size=60))
+def test_first_per_scene_is_each_scenes_first_element_of_the_random_order(elements) -> None:
+    """Against the definition: sort every element by its draw (stable: a tie goes to the earlier position),
+    keep each scene's first, in that order. Draws come from a few values, so ties are common."""
+    scene = np.array([s for s, _ in elements], dtype=np.int64)
+    draw = np.array([d / 4 for _, d in elements])
+    order = np.argsort(draw, kind="stable")
+    seen: set[int] = set()
+    expected = [int(i) for i in order if not (scene[i] in seen or seen.add(scene[i]))]
+    assert ask.first_per_scene(scene, draw).tolist() == expected
+
+
+def test_plan_inputs_folded_batch_by_batch_are_those_read_at_once(tmp_path) -> None:
+    """However many batches the driver folded in before the finish, the plan's vocabulary and proposals are
+    the same; each proposal is its question's first ungrounded row in batch order, with every scene that
+    proposed it (recomputed from the batches' questions)."""
+    config = load_config("demo", [*SMALL, "generation.n_episodes=24"])
+    ctx, names = batches_in(tmp_path, config)
+    whole = ask.PlanInputs().complete(ctx.store, names)
+    vocab = whole.vocabulary(lambda scenes: set(sorted(scenes)[::2]))
+    proposals = whole.proposals(vocab)
+    for folded in range(len(names) + 1):
+        partial = ask.PlanInputs()
+        for name in names[:folded]:
+            partial.add(*ask.read_batches_plan_tables([ctx.store.path(name)])[0])
+        partial.complete(ctx.store, names)
+        again = partial.vocabulary(lambda scenes: set(sorted(scenes)[::2]))
+        assert again.episode_ids == vocab.episode_ids and again.names == vocab.names
+        assert np.array_equal(again.held_out, vocab.held_out) and np.array_equal(again.batch, vocab.batch)
+        assert partial.proposals(again) == proposals
+    first: dict[str, tuple[str, dict]] = {}
+    scenes: dict[str, set[str]] = defaultdict(set)
+    scene_of: dict[str, str] = {}
+    columns = ["balance_key", "episode_id", "scene_id", "grounded", "program"]
+    for table in ctx.store.iter_tables(names, "questions", QUESTIONS_SCHEMA, columns):
+        for row in table.to_pylist():
+            scene_of[row["episode_id"]] = row["scene_id"]
+            if not row["grounded"]:
+                first.setdefault(row["balance_key"], (row["episode_id"], row["program"]))
+                scenes[row["balance_key"]].add(row["scene_id"])
+    code = {scene_of[e]: int(vocab.scene[i]) for i, e in enumerate(vocab.episode_ids) if e in scene_of}
+    assert [p.key for p in proposals] == list(first) and len(proposals) >= 20
+    for p in proposals:
+        episode, program = first[p.key]
+        assert vocab.episode_ids[p.episode] == episode and p.program == Program.from_dict(program)
+        assert p.scenes == {code[s] for s in scenes[p.key]}
