@@ -113,6 +113,18 @@ def test_every_command_is_registered_and_its_help_runs(capsys) -> None:
         assert done.value.code == 0 and usage.startswith(" ".join(["usage: eqagen", *path, ""])), (path, usage[:200])
 
 
+def test_the_command_line_loads_neither_the_llm_sdk_nor_the_plotting_library() -> None:
+    """What a generate run imports before its workers start (the parser, the run): neither the openai SDK
+    (0.4 s) nor matplotlib (0.3 s), loaded only by a run with a model and by the unit that draws the plots."""
+    probe = (
+        "import sys, eqagen.cli, eqagen.flows.run\n"
+        "eqagen.cli.build_parser()\n"
+        "print(sorted({'openai', 'matplotlib'} & set(sys.modules)))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
 def test_demo_answers_recompute_from_the_shards(demo_run) -> None:
     from eqagen.outputs.readers import read_episodes, read_questions
     from eqagen.templates.answers import evaluate

@@ -10,15 +10,15 @@ import base64
 import io
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import jinja2
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # the backend must be chosen before this import
 
 from eqagen.outputs.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("eqagen", "templates/report"),
@@ -27,7 +27,19 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
-def _png(fig: plt.Figure) -> str:
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend (no display needed), imported where a plot is drawn: 0.3 s that a
+    command drawing nothing, and a run before its workers start, need not pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # the backend must be chosen before this import
+
+    return plt
+
+
+def _png(fig: Figure) -> str:
+    plt = pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
@@ -36,7 +48,7 @@ def _png(fig: plt.Figure) -> str:
 
 def bar_plot(title: str, counts: Mapping[str, float], top: int = 20) -> str:
     items = list(counts.items())[:top]
-    fig, ax = plt.subplots(figsize=(6.4, 0.3 * max(len(items), 3) + 1.0))
+    fig, ax = pyplot().subplots(figsize=(6.4, 0.3 * max(len(items), 3) + 1.0))
     labels = [str(k) for k, _ in items][::-1]
     ax.barh(labels, [v for _, v in items][::-1], color="#4C72B0")
     ax.set_title(title)
@@ -47,7 +59,7 @@ def bar_plot(title: str, counts: Mapping[str, float], top: int = 20) -> str:
 def funnel_plot(funnel: Mapping[str, Mapping[str, Any]]) -> str:
     """Candidates entering and leaving each stage, with the largest rejection reasons."""
     stages = list(funnel)
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 * max(len(stages), 2) + 1.0))
+    fig, ax = pyplot().subplots(figsize=(6.4, 0.5 * max(len(stages), 2) + 1.0))
     ins = [funnel[s].get("in", 0) for s in stages][::-1]
     outs = [funnel[s].get("out", 0) for s in stages][::-1]
     ax.barh(stages[::-1], ins, color="#DD8452", label="in")
@@ -61,7 +73,7 @@ def split_plot(per_split_family: Mapping[str, Mapping[str, int]]) -> str:
     """Stacked bars: each split's composition by query type."""
     splits = list(per_split_family)
     kinds = sorted({k for v in per_split_family.values() for k in v})
-    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    fig, ax = pyplot().subplots(figsize=(6.4, 3.2))
     bottom = [0.0] * len(splits)
     for kind in kinds:
         vals = [per_split_family[s].get(kind, 0) / max(sum(per_split_family[s].values()), 1) for s in splits]

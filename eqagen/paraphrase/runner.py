@@ -18,13 +18,12 @@ from collections import Counter
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
 from eqagen.core.records import Paraphrase, QARecord
 from eqagen.paraphrase.cache import ResponseCache, request_key
-from eqagen.paraphrase.client import Budget, BudgetExhausted, ChatClient, Completion, RequestFailed
 from eqagen.paraphrase.config import (
     MIN_ITEMS_FOR_FAILURE_SHARE,
     OFFLINE_MODEL,
@@ -49,6 +48,10 @@ from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_fact
 
 BUDGET_REASON = "budget exhausted before this item was paraphrased"
 SHOT_MEMO_SIZE = 4096
+
+if TYPE_CHECKING:  # the chat client imports the openai SDK (0.4 s): only a run with a model loads it
+    from eqagen.paraphrase.client import Completion
+
 T = TypeVar("T")
 
 
@@ -130,6 +133,8 @@ class _LLMRun:
         self, endpoint: Endpoint, config: ParaphraseConfig, seed: int, pool: Sequence[QARecord],
         cache: ResponseCache, guard: FailureGuard,
     ):  # fmt: skip
+        from eqagen.paraphrase.client import Budget, ChatClient
+
         self.endpoint, self.config, self.seed, self.cache, self.guard = endpoint, config, seed, cache, guard
         self.client = ChatClient(endpoint, config, seed)
         self.budget = Budget(config.max_requests, config.max_tokens)
@@ -152,6 +157,8 @@ class _LLMRun:
     async def _reply(self, messages: list[dict[str, str]]) -> Completion | None:
         """The reply to ``messages``: from the cache, else from the endpoint (cached at once, unless its
         body was no chat completion: that is asked again). None when the budget allows no further request."""
+        from eqagen.paraphrase.client import BudgetExhausted, Completion
+
         key = request_key(self.endpoint.model, messages, self.client.sampling(), self.version)
         hit = self.cache.get(key)
         if hit is not None:
@@ -177,6 +184,8 @@ class _LLMRun:
 
     async def _conversation(self, record: QARecord, item: ItemFacts) -> Paraphrase:
         """Up to ``max_attempts`` replies, each checked; the first accepted one is the paraphrase."""
+        from eqagen.paraphrase.client import RequestFailed
+
         examples = self.pool.pick(record.question_id, record.query_type, self.config.n_shots, self.seed)
         shots = [self._shot(r) for r in examples]
         messages = build_messages(record, item, shots)
@@ -314,6 +323,8 @@ def check_endpoint(config: ParaphraseConfig) -> None:
 
 
 async def _preflight(endpoint: Endpoint, config: ParaphraseConfig) -> None:
+    from eqagen.paraphrase.client import ChatClient
+
     client = ChatClient(endpoint, config, seed=0)
     try:
         await client.preflight()
