@@ -36,7 +36,7 @@ from eqagen.core.stages import StageReport
 from eqagen.flows.checkpoints import BatchStore
 from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
-from eqagen.outputs.units import map_units, submit
+from eqagen.outputs.units import barrier, map_units, submit
 from eqagen.predicates.config import QuestionConfig
 
 NAMES = "names"  # the batches' table of each episode's names
@@ -408,6 +408,7 @@ def run_round(
     unit's candidate file as it is done."""
     todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
     todo.sort(key=lambda i: -len(plan.get(i, [])))
+    barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
     units = {submit(executor, ask_batch, store_root, directory, batch_names[i], plan.get(i, []), questions, seed): i
              for i in todo}  # fmt: skip
     for unit in as_completed(units):

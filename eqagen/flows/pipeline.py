@@ -27,6 +27,7 @@ from eqagen.flows.timeline import WAITING, Timeline, critical_path, serial_secon
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import episodes_table, questions_table
+from eqagen.outputs.units import barrier
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
 from eqagen.predicates.config import QuestionConfig
 
@@ -235,6 +236,7 @@ def finish(
     seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
     del keys, candidates  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
+    barrier(executor)  # the shards' units need the selection
     with timeline.section("write") as write:
         seconds["paraphrase"] = log.record(
             stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
@@ -244,6 +246,7 @@ def finish(
     seconds["write"] = write.seconds - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
+    barrier(executor)  # the audit's units need every shard
     with timeline.section("audit") as audit:
         manifest, stats = writer.seal(identity, log, executor=executor)
     seconds["audit"] = audit.seconds

@@ -175,6 +175,7 @@ class RunDriver:
     def _run(self) -> None:
         try:
             self._run_batches()
+            self.pool.timeline.barrier()  # the finish needs every batch
             executor = self.pool.finish_executor
             summary = pipeline.finish(
                 self.config, self.ctx, self.names, self.summary, executor, self.pool.timeline, self.plan_inputs

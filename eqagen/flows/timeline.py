@@ -9,12 +9,16 @@ alone:
   units running then, else to the run's own innermost section, else to ``waiting`` (imports, the
   Prefect server, orchestration: nothing ran).
 - :func:`serial_seconds`: the time during which fewer than all workers were busy.
-- :func:`predict_seconds`: the time the same work would take on ``n`` workers. Units run in *phases*
-  (maximal stretches with units running, pauses of dispatch aside: the batches, each ask round, the
-  shards); each
-  phase's units are list-scheduled on ``n`` workers in the order they started, and every stretch with no
-  unit running is kept as it was measured. It assumes a unit takes as long on any of ``n`` cores as it
-  did here; it neither adds contention for memory bandwidth nor removes any.
+- :func:`predict_seconds`: the time the same work would take on ``n`` workers. Units run in *phases*:
+  maximal stretches with units running (pauses of dispatch aside), also cut at the run's *barriers*
+  (:meth:`Timeline.barrier`: from there on, units need those before them: the batches before the asks,
+  each ask round before the next, the shards before the audit), since a unit that merely overlaps the
+  run's own work there (an episodes shard written while the asks are planned) must not let the next
+  step's units start early in the prediction. Each phase's units are list-scheduled on ``n`` workers in
+  the order they started, and every stretch with no unit running is kept as it was measured. A side unit
+  that outlasts the run's own work beside it is counted whole, as if the next step waited for it: the
+  prediction errs long there, never short. It assumes a unit takes as long on any
+  of ``n`` cores as it did here; it neither adds contention for memory bandwidth nor removes any.
 
 Times are wall-clock seconds since the epoch (``time.time``): comparable across the processes of one
 machine and across machines whose clocks are synchronised (a cluster runs NTP).
@@ -22,6 +26,7 @@ machine and across machines whose clocks are synchronised (a cluster runs NTP).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import heapq
 import itertools
@@ -39,6 +44,7 @@ from typing import Any
 MAIN = "main"  # the worker name of the run's own process
 WAITING = "waiting"  # the critical path's name for time in which nothing ran
 DISPATCH_S = 0.05  # a pause between units shorter than this is the pool's dispatch, not a barrier
+BARRIER = "barrier"  # a zero-length span of the run's process: the units after it need those before it
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,12 @@ class Timeline:
             section.seconds = end - start
             self.add(Span(stage, start, end, MAIN))
 
+    def barrier(self) -> None:
+        """Mark that the units submitted from now on need the units the run waited for before (the run's
+        steps: see :func:`phases`)."""
+        now = time.time()
+        self.add(Span(BARRIER, now, now, MAIN))
+
     def relative(self) -> list[Span]:
         """The spans with times in seconds since the run started, in start order."""
         with self._lock:
@@ -141,6 +153,10 @@ class TimedExecutor(Executor):
 
         self.inner.submit(timed, fn, pickle.dumps(args, pickle.HIGHEST_PROTOCOL)).add_done_callback(settle)
         return outer
+
+    def barrier(self) -> None:
+        """The run's next step starts here (:meth:`Timeline.barrier`)."""
+        self.timeline.barrier()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         return None
@@ -192,14 +208,20 @@ def serial_seconds(spans: list[Span], workers: int, wall: float) -> float:
 
 
 def phases(spans: list[Span]) -> list[list[Span]]:
-    """The units in maximal stretches of time with at least one unit running, in time order; a pause shorter
-    than :data:`DISPATCH_S` (a unit handed to a worker that has just finished the previous one) does not
-    end a stretch."""
+    """The units in maximal stretches of time with at least one unit running, in time order, cut also at
+    every barrier (:meth:`Timeline.barrier`); a pause shorter than :data:`DISPATCH_S` (a unit handed to a
+    worker that has just finished the previous one) does not end a stretch."""
+    barriers = sorted(s.start for s in spans if s.stage == BARRIER and s.worker == MAIN)
+
+    def step(t: float) -> int:  # how many barriers come at or before t
+        return bisect.bisect_right(barriers, t)
+
     grouped: list[list[Span]] = []
     reach = float("-inf")
     for span in sorted(units(spans), key=lambda s: s.start):
-        if span.start > reach + DISPATCH_S:
+        if span.start > reach + DISPATCH_S or step(span.start) > step(grouped[-1][0].start):
             grouped.append([])
+            reach = float("-inf")
         grouped[-1].append(span)
         reach = max(reach, span.end)
     return grouped
@@ -217,5 +239,14 @@ def predict_seconds(spans: list[Span], wall: float, workers: int) -> float:
     """The run's time on ``workers`` workers: the stretches without units as measured, each phase
     list-scheduled."""
     grouped = phases(spans)
-    covered = sum(max(s.end for s in g) - g[0].start for g in grouped)
-    return (wall - covered) + sum(makespan([s.seconds for s in g], workers) for g in grouped)
+    return (wall - covered_seconds(grouped)) + sum(makespan([s.seconds for s in g], workers) for g in grouped)
+
+
+def covered_seconds(grouped: list[list[Span]]) -> float:
+    """The measured time the phases account for: the union of their stretches (a phase cut at a barrier may
+    still be running beside the next one)."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted((g[0].start, max(s.end for s in g)) for g in grouped):
+        total += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return total

@@ -29,3 +29,12 @@ def map_units(executor: Executor | None, fn: Callable[..., T], *iterables: Itera
     """``fn`` over the arguments, results in order: all submitted at once to ``executor``, or one after
     another here."""
     return executor.map(fn, *iterables) if executor is not None else map(fn, *iterables)
+
+
+def barrier(executor: Executor | None) -> None:
+    """Mark, in the run's timeline where the executor keeps one (:class:`eqagen.flows.timeline.TimedExecutor`),
+    that the units submitted from here on need the units the run waited for before: the next step of the
+    run, as the timeline's predictions see it. Anything else has no timeline: nothing to mark."""
+    mark = getattr(executor, "barrier", None)
+    if mark is not None:
+        mark()

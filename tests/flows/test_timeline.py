@@ -12,11 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqagen.flows.timeline import (
+    BARRIER,
     MAIN,
     WAITING,
     Span,
     TimedExecutor,
     Timeline,
+    covered_seconds,
     critical_path,
     makespan,
     phases,
@@ -92,7 +94,7 @@ def test_the_critical_path_gives_each_instant_to_the_busiest_stage_and_adds_up_t
 def test_prediction_is_never_below_the_work_per_worker_nor_above_one_worker(run, n) -> None:
     spans, wall, _ = run
     work = sum(s.seconds for s in spans if s.worker != MAIN)
-    idle = wall - sum(max(s.end for s in g) - g[0].start for g in phases(spans))
+    idle = wall - covered_seconds(phases(spans))
     predicted = predict_seconds(spans, wall, n)
     assert predicted >= idle + work / n - 1e-9
     assert predicted <= idle + work + 1e-9
@@ -124,6 +126,28 @@ def test_a_list_scheduled_run_on_m_workers_predicts_the_same_run_on_n(durations,
     expected = 2 * makespan(seconds, n) + gap + 0.25
     assert predict_seconds(measured, wall, n) == pytest.approx(expected)
     assert predict_seconds(measured, wall, m) == pytest.approx(wall), "the measured worker count predicts the run"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.integers(1, 30), st.integers(1, 8), st.integers(1, 16))
+def test_a_unit_beside_the_runs_own_work_does_not_let_the_next_step_start_early(durations, side, m, n) -> None:
+    """Batches, then the run plans alone for 1.5 s while one side unit (an episodes shard) runs, then the next
+    step's units: barriers at the end of the batches and at the next step keep the side unit out of both
+    steps. Predicted: each step list-scheduled, and the planning as long as the longer of it and the side unit
+    (a side unit longer than the planning is counted whole: the prediction errs long, never short)."""
+    seconds, side_s, gap = [d / 10 for d in durations], side / 10, 1.5
+    measured = list_scheduled(seconds, m, 0.0)
+    end = max(s.end for s in measured)
+    measured += [
+        Span(BARRIER, end, end, MAIN),
+        Span("ask", end, end + gap, MAIN),
+        Span("shard", end, end + side_s, "w0"),
+    ]
+    measured += [Span(BARRIER, end + gap, end + gap, MAIN)]
+    measured += list_scheduled(seconds, m, end + gap)
+    wall = max(s.end for s in measured) + 0.25
+    expected = 2 * makespan(seconds, n) + max(gap, side_s) + 0.25
+    assert predict_seconds(measured, wall, n) == pytest.approx(expected)
 
 
 def unit(x: int) -> int:
