@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eqagen.curation.criteria import method_criteria
+from eqagen.curation.criteria import CRITERIA_COLUMNS, method_criteria
 
 QUESTION_COLUMNS = (
     "question_id", "episode_id", "scene_id", "family", "backend", "split", "query_type", "answer_type",
@@ -120,6 +120,9 @@ class QuestionPartial:
     models: Counter = field(default_factory=Counter)
     test_examples: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # per query type, smallest ids
     any_examples: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # the same over every split
+    # The rows' CRITERIA_COLUMNS (the method criteria need rows, not counts): a shard's partial keeps them where
+    # the rows are in memory, so the audit reads no shard back. Not merged: the audit joins the shards' own.
+    criteria_rows: pa.Table | None = None
 
 
 def _per_value(q: pa.Table, by: str, counted: str) -> dict[str, Counter]:
@@ -185,6 +188,7 @@ def question_partial(q: pa.Table) -> QuestionPartial:
         models=counter_of(para.field("model")) if para is not None else Counter(),
         test_examples=_first_examples(test),
         any_examples=_first_examples(q),
+        criteria_rows=q.select([c for c in CRITERIA_COLUMNS if c in q.column_names]),
     )
 
 

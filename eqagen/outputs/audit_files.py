@@ -31,7 +31,6 @@ from eqagen.curation.audit import (
     question_stats_from,
 )
 from eqagen.curation.criteria import (
-    CRITERIA_COLUMNS,
     answer_contents,
     blind_setup,
     method_criteria,
@@ -57,10 +56,6 @@ def shard_partial(path: Path, table: str) -> ShardPartial:
 
 def table_of(info: ShardInfo) -> str:
     return info.path.split("/")[0]
-
-
-def read_questions(paths: list[Path], columns: tuple[str, ...]) -> pa.Table:
-    return pa.concat_tables([read_shard(p, columns) for p in paths])
 
 
 class Results(Mapping):
@@ -100,8 +95,7 @@ def write_audit_files(
     dataset = {"questions": question_stats_from(questions), "episodes": episode_stats_from(episodes)}
     stats = {"funnel": funnel, "stages": stage_stats or {}, "dataset": dataset}
     plots = executor.submit(report_plots, stats) if report and executor is not None else None
-    paths = [out_dir / s.path for s in ordered if table_of(s) == "questions"]
-    rows = read_questions(paths, CRITERIA_COLUMNS)
+    rows = pa.concat_tables([p.criteria_rows for p in parts if isinstance(p, QuestionPartial)])
     contents = answer_contents(rows)
     text_answers = None
     if executor is not None:  # the fits as units, side by side, while the other criteria are computed here
