@@ -155,6 +155,7 @@ class CandidateKeys:
         self.columns = columns
         self.tables: dict[Path, pa.Table] = {}
         self.reading: dict[Path, tuple[Future[list[pa.Table]], int]] = {}  # file -> its unit, its place there
+        self.merged = KeyMerge(columns)  # the files merged by the last read
 
     def prefetch(self, files: list[Path], executor: Executor | None = None) -> None:
         """Start reading the files neither read nor being read, by units of :data:`FILES_PER_UNIT` files (on
@@ -166,38 +167,53 @@ class CandidateKeys:
             self.reading.update({f: (unit, j) for j, f in enumerate(group)})
 
     def read(self, files: list[Path], executor: Executor | None = None) -> pa.Table:
-        """The key table of ``files`` (:func:`merge_keys`), reading only those not read before."""
+        """The key table of ``files`` (:class:`KeyMerge`), reading only those not read before, and merging
+        only those after the files it merged last time when these begin ``files`` (each round's list of
+        files extends the one before)."""
         self.prefetch(files, executor)
         for f in files:
             if f in self.reading:
                 unit, place = self.reading.pop(f)
                 self.tables[f] = unit.result()[place]
-        return merge_keys([self.tables[f] for f in files], self.columns)
+        if files[: len(self.merged.files)] != self.merged.files:
+            self.merged = KeyMerge(self.columns)
+        for f in files[len(self.merged.files) :]:
+            self.merged.add(f, self.tables[f])
+        return self.merged.table()
 
 
-def merge_keys(tables: list[pa.Table], columns: list[str]) -> pa.Table:
-    """Files' key tables (:func:`read_file_keys`) as one, in order, with each row's file (``BATCH``) and row;
-    the text columns' dictionaries merged into one per column."""
-    encoded = encoded_columns(columns)
-    dictionaries = KeyDictionaries()
-    plain: dict[str, list[pa.Array]] = {c: [] for c in columns if c not in encoded}
-    batch, row = [], []
-    for index, table in enumerate(tables):
-        for name in encoded:
-            dictionaries.add(name, table[name].combine_chunks())
-        for name in plain:
-            plain[name].extend(table[name].chunks)
-        batch.append(np.full(table.num_rows, index, np.int32))
-        row.append(np.arange(table.num_rows, dtype=np.int32))
-    data = {}
-    for name in columns:
-        if name in encoded:
-            data[name] = dictionaries.column(name)
-        else:
-            data[name] = pa.chunked_array(plain[name], QUESTIONS_SCHEMA.field(name).type)
-    data[BATCH] = pa.array(np.concatenate(batch or [np.zeros(0, np.int32)]), pa.int32())
-    data[ROW] = pa.array(np.concatenate(row or [np.zeros(0, np.int32)]), pa.int32())
-    return pa.table(data)
+class KeyMerge:
+    """Files' key tables (:func:`read_file_keys`) merged one after another, in order, into one (:meth:`table`):
+    each row with its file's index (``BATCH``) and its row; the text columns' dictionaries merged into one per
+    column, each value coded in the order first met."""
+
+    def __init__(self, columns: list[str]):
+        self.columns, self.encoded = columns, encoded_columns(columns)
+        self.files: list[Path] = []
+        self.dictionaries = KeyDictionaries()
+        self.plain: dict[str, list[pa.Array]] = {c: [] for c in columns if c not in self.encoded}
+        self.batch: list[np.ndarray] = []
+        self.row: list[np.ndarray] = []
+
+    def add(self, file: Path, table: pa.Table) -> None:
+        for name in self.encoded:
+            self.dictionaries.add(name, table[name].combine_chunks())
+        for name in self.plain:
+            self.plain[name].extend(table[name].chunks)
+        self.batch.append(np.full(table.num_rows, len(self.files), np.int32))
+        self.row.append(np.arange(table.num_rows, dtype=np.int32))
+        self.files.append(file)
+
+    def table(self) -> pa.Table:
+        data = {}
+        for name in self.columns:
+            if name in self.encoded:
+                data[name] = self.dictionaries.column(name)
+            else:
+                data[name] = pa.chunked_array(self.plain[name], QUESTIONS_SCHEMA.field(name).type)
+        data[BATCH] = pa.array(np.concatenate(self.batch or [np.zeros(0, np.int32)]), pa.int32())
+        data[ROW] = pa.array(np.concatenate(self.row or [np.zeros(0, np.int32)]), pa.int32())
+        return pa.table(data)
 
 
 def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:

@@ -84,6 +84,24 @@ def test_key_table_holds_only_the_selection_columns(tmp_path, small_config) -> N
     assert keys[stream.BATCH].to_pylist() == sorted(keys[stream.BATCH].to_pylist())
 
 
+def test_keys_merged_round_by_round_equal_the_files_merged_at_once(tmp_path, small_config) -> None:
+    """The ask stage reads a longer list of files each round, then the selection reads them all: merging only
+    the new files each time gives the table (dictionaries and codes included) of one reading of the whole
+    list; a list that does not extend the last one is merged afresh."""
+    config = small_config("generation.n_episodes=60", "generation.batch_size=6")
+    pipeline.generate_inline(config, tmp_path, sampler=fixture_sampler)
+    ctx = pipeline.make_context(config, tmp_path)
+    files = ask.candidate_files(ctx.store, [b.name for b in stages.plan_batches(config.generation, config.seed)], [])
+    columns = stream.key_columns(config)
+    keys = stream.CandidateKeys(columns)
+    for end in (3, 7, len(files)):
+        merged = keys.read(files[:end])
+        assert merged.equals(stream.CandidateKeys(columns).read(files[:end])), end
+    reordered = [*files[1:4], files[0]]
+    assert keys.read(reordered).equals(stream.CandidateKeys(columns).read(reordered))
+    assert keys.read(files).equals(stream.CandidateKeys(columns).read(files))
+
+
 def test_episode_statistics_streamed_by_shard_equal_the_whole_table(tmp_path, small_config) -> None:
     pipeline.generate_inline(small_config("output.rows_per_shard=4"), tmp_path, sampler=fixture_sampler)
     shards = list(open_dataset(tmp_path).iter_tables("episodes"))
