@@ -344,13 +344,16 @@ def run_ask_stage(
     executor: Executor | None = None,
     inputs: PlanInputs | None = None,
     on_written: Callable[[Path], None] | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> AskResult:
     """Plan the asks and run them round by round: round 0 asks every proposal in ``ask.scenes`` scenes,
     each later round asks the proposals that ``wanted`` still wants (given the candidates so far) in the
     next ``ask.scenes`` scenes of their order. Each target batch's share of a round is one unit (on
     ``executor``'s workers when given), skipped where a previous run finished it. ``inputs``: the plan's
     inputs as folded in so far (the rest is read here); ``on_written`` is told each candidate file a unit
-    writes, as soon as it is written (the run starts reading its keys while the round goes on)."""
+    writes, as soon as it is written (the run starts reading its keys while the round goes on);
+    ``alongside`` starts work that needs only the batches: with the first round, before its asks (so that it
+    runs among them, and the timeline's predictions schedule it there), or once planned if no round runs."""
     start = time.perf_counter()
     inputs = (inputs or PlanInputs()).complete(store, batch_names, executor)
     vocab = inputs.vocabulary(held_out)
@@ -370,9 +373,15 @@ def run_ask_stage(
                 break
         plan = plan_round(proposals, orders, want, vocab, r * ask.scenes, ask.scenes)
         directory = store.root / round_name(key, r, [p.key for p, w in zip(proposals, want) if w])
+        barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
+        if alongside:
+            alongside, start_alongside = None, alongside
+            start_alongside()
         run_round(store.root, directory, batch_names, plan, questions, seed, executor, on_written)
         directories.append(directory)
         rounds.append(round_stats(directory, batch_names, sum(want)))
+    if alongside:  # no round ran
+        alongside()
     stats = {
         "questions_proposed": len(proposals),
         "held_out_scenes": len(vocab.held_out_scenes),
@@ -409,7 +418,6 @@ def run_round(
     unit's candidate file as it is done."""
     todo = [i for i, name in enumerate(batch_names) if not BatchStore(directory).is_done(name)]
     todo.sort(key=lambda i: -len(plan.get(i, [])))
-    barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
     units = {submit(executor, ask_batch, store_root, directory, batch_names[i], plan.get(i, []), questions, seed): i
              for i in todo}  # fmt: skip
     for unit in as_completed(units):

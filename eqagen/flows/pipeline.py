@@ -12,7 +12,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,10 +173,12 @@ def ask_everywhere(
     executor: Executor | None = None,
     keys: stream.CandidateKeys | None = None,
     inputs: ask.PlanInputs | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> ask.AskResult:
     """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
     warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read:
-    each round's files are read as their units write them); ``inputs``: the plan's inputs folded in so far."""
+    each round's files are read as their units write them); ``inputs``: the plan's inputs folded in so far;
+    ``alongside``: work started with the first round (:func:`eqagen.flows.ask.run_ask_stage`)."""
     keys = keys or stream.CandidateKeys(stream.key_columns(config))
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
@@ -193,8 +195,9 @@ def ask_everywhere(
         keys.prefetch([file], executor)
 
     return ask.run_ask_stage(
-        ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor, inputs, read_soon
-    )
+        ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor, inputs, read_soon,
+        alongside,
+    )  # fmt: skip
 
 
 def finish(
@@ -220,11 +223,15 @@ def finish(
     batch_stats = ctx.store.read_stats(batch_names)
     programs = log.record(programs_report(batch_stats))
     writer = DatasetWriter(ctx.out_dir, config.output.rows_per_shard)  # staged: the folder changes at commit
-    episode_shards = stream.submit_episode_shards(ctx.store, batch_names, writer, executor)
+    episode_shards: list[Future] = []  # they need only the batches: started with the first ask round
+
+    def write_episodes() -> None:
+        episode_shards.extend(stream.submit_episode_shards(ctx.store, batch_names, writer, executor))
+
     candidates = stream.CandidateKeys(stream.key_columns(config))  # each candidate file read once
     candidates.prefetch(ask.candidate_files(ctx.store, batch_names, []), executor)  # while the asks are planned
     with timeline.section("ask"):
-        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs)
+        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs, write_episodes)
     seconds["ask"] = log.record(asked.report).seconds
     with timeline.section("read") as read:
         files = ask.candidate_files(ctx.store, batch_names, asked.directories)

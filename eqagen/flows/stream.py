@@ -434,7 +434,7 @@ def submit_episode_shards(
     store: BatchStore, batch_names: list[str], writer: DatasetWriter, executor: Executor | None = None
 ) -> list[Future]:
     """One unit per episodes shard (on ``executor`` when given, else run now): they need only the batches, so
-    the finish starts them first, and they run while the questions are still being selected."""
+    the finish starts them with the first ask round, and they run while the questions are asked and selected."""
     shards = plan_episode_shards(store, batch_names, writer.rows_per_shard)
     return [submit(executor, write_episode_shard, shard, writer.staging) for shard in shards]
 
