@@ -552,9 +552,21 @@ def check_paraphrase(record: QARecord, question: str, answer: str, item: ItemFac
     """Accept ``question``/``answer`` only if they keep every essential fact, add none, and add no text
     of another kind (every check of :data:`SIDE_CHECKS`, on each side)."""
     item = item or derive_facts(record)
-    texts = {"question": question or "", "answer": answer or ""}
-    reasons = [f"empty {side}" for side, text in texts.items() if not text.strip()]
-    for side in SIDES:
-        for check in SIDE_CHECKS:
-            reasons += check(item, side, texts[side])
+    question, answer = question or "", answer or ""
+    return pair_verdict(
+        question, answer, side_reasons(item, "question", question), side_reasons(item, "answer", answer)
+    )
+
+
+def side_reasons(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Why ``text`` is no paraphrase of the item's ``side``: the reasons of every check of :data:`SIDE_CHECKS`.
+    A side's reasons do not depend on the other side's text, so a caller trying several pairs checks each
+    text once."""
+    return [reason for check in SIDE_CHECKS for reason in check(item, side, text)]
+
+
+def pair_verdict(question: str, answer: str, question_reasons: list[str], answer_reasons: list[str]) -> Verdict:
+    """The verdict on a question and an answer, given each side's reasons (:func:`side_reasons`)."""
+    reasons = [f"empty {side}" for side, text in (("question", question), ("answer", answer)) if not text.strip()]
+    reasons += question_reasons + answer_reasons
     return Verdict(ok=not reasons, reasons=tuple(dict.fromkeys(reasons)))
