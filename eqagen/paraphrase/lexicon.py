@@ -87,7 +87,7 @@ TEMPORAL = {
 }  # fmt: skip
 
 # Spatial relations (TAG-EQA's location and position filters). A form naming "you" binds the agent.
-# Bare "left"/"right"/"on"/"in" count only where an object follows (see validator.relation_pairs).
+# Bare "left"/"right"/"on"/"in" count only where an object follows (see validator.Reading.relations).
 RELATIONS = {
     "left": "left", "left of": "left", "to the left of": "left", "on the left of": "left",
     "on the left side of": "left", "to the left side of": "left", "to your left": "left", "on your left": "left",
@@ -225,14 +225,24 @@ TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "Village": (),
 }
 
+_VOCABULARY_TYPES = frozenset(TYPE_SYNONYMS)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-@lru_cache(maxsize=1 << 16)
-def normalize_text(text: str) -> str:
+class Normalized(str):
+    """A text :func:`normalize_text` made: given to a scan, it is read as it is, not normalised again (a
+    reader that scans one text for many vocabularies normalises it once)."""
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> Normalized:
     """Lower case, typographic minus and apostrophes made ASCII, whitespace collapsed."""
+    if isinstance(text, Normalized):
+        return text
     text = text.replace("\u2212", "-").replace("\u2019", "'").lower()
-    return re.sub(r"\s+", " ", text).strip()
+    return Normalized(_SPACES.sub(" ", text).strip())
 
 
 def type_forms(type_name: str) -> set[str]:
@@ -294,7 +304,6 @@ def scan(kind: str, text: str) -> list[str]:
     return list(_scan(kind, text))
 
 
-@lru_cache(maxsize=1 << 16)  # template texts are scanned again for every attempt and every example
 def _scan(kind: str, text: str) -> tuple[str, ...]:
     pattern, table = _vocabulary_pattern(kind)
     norm = normalize_text(text)
@@ -325,13 +334,12 @@ def _item_type(type_name: str) -> tuple[re.Pattern[str], dict[str, frozenset[str
     return _alternation(list(owners)), owners
 
 
-@lru_cache(maxsize=1 << 16)
 def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, frozenset[str]], ...]:
     """(start, owners) of every type mention, longest first and non-overlapping, across the vocabulary
     and the item's own types (the same span named by both owns both)."""
     norm = normalize_text(text)
     spans: dict[tuple[int, int], frozenset[str]] = {}
-    extra = sorted({t.split("#")[0] for t in extra_types} - set(TYPE_SYNONYMS))
+    extra = sorted({t.split("#")[0] for t in extra_types} - _VOCABULARY_TYPES)
     for pattern, owners in [_vocabulary_types(), *(_item_type(t) for t in extra)]:
         for m in pattern.finditer(norm):
             key = (m.start(), m.end())
@@ -367,21 +375,20 @@ _ORDINAL_NUMERAL = re.compile(r"(?<![\w.])(\d+)(?:st|nd|rd|th)(?![\w])")
 
 def scan_numbers(text: str, include_ambiguous: bool = True) -> list[float]:
     """Every number in ``text``, in order of appearance: numerals and number words (twenty-one)."""
-    return list(_scan_numbers(text, include_ambiguous))
+    return [value for value, ambiguous in number_mentions(text) if include_ambiguous or not ambiguous]
 
 
-@lru_cache(maxsize=1 << 16)
-def _scan_numbers(text: str, include_ambiguous: bool) -> tuple[float, ...]:
+def number_mentions(text: str) -> list[tuple[float, bool]]:
+    """Every number in ``text`` in order of appearance, each with whether it is an ambiguous word
+    (:data:`AMBIGUOUS_NUMBER_WORDS`)."""
     norm = normalize_text(text)
-    found: list[tuple[int, float]] = [(m.start(), float(m.group(0))) for m in _NUMERAL.finditer(norm)]
+    found: list[tuple[int, float, bool]] = [(m.start(), float(m.group(0)), False) for m in _NUMERAL.finditer(norm)]
     for m in _WORD.finditer(norm):
         parts = m.group(0).split("-")
-        if not all(p in NUMBER_WORDS for p in parts):
-            continue
-        if len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS and not include_ambiguous:
-            continue
-        found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts))))
-    return tuple(value for _, value in sorted(found))
+        if all(p in NUMBER_WORDS for p in parts):
+            ambiguous = len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS
+            found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts)), ambiguous))
+    return [(value, ambiguous) for _, value, ambiguous in sorted(found, key=lambda f: f[:2])]
 
 
 def scan_ordinals(text: str) -> list[int]:
@@ -420,12 +427,6 @@ def content_stems(phrase: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_stem(w) for w in kept))
 
 
-@lru_cache(maxsize=1 << 16)
-def stems_in(text: str) -> frozenset[str]:
-    return frozenset(stem_counts(text))
-
-
-@lru_cache(maxsize=1 << 16)
 def stem_counts(text: str) -> Counter[str]:
     """How often each word stem occurs in ``text``."""
     return Counter(_stem(w) for w in re.findall(r"[a-z]+", normalize_text(text)))
@@ -449,7 +450,6 @@ _HEDGE = re.compile(
 )
 
 
-@lru_cache(maxsize=1 << 16)
 def _hedge_spans(text: str) -> tuple[tuple[int, int, str], ...]:
     norm = normalize_text(text)
     out = []
@@ -478,14 +478,13 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-@lru_cache(maxsize=1 << 16)
 def relation_spans(text: str) -> tuple[tuple[int, int, str, bool], ...]:
     """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
     not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
     quantity hedge ("under 3")."""
     norm = normalize_text(text)
-    taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, text)]
-    taken += [(a, b) for a, b, _ in _hedge_spans(text)]
+    taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, norm)]
+    taken += [(a, b) for a, b, _ in _hedge_spans(norm)]
     pattern, table = _vocabulary_pattern("relation")
     found = []
     for m in pattern.finditer(_blank(norm, taken)):
