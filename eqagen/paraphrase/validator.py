@@ -27,7 +27,7 @@ from functools import cached_property
 
 from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
-from eqagen.paraphrase.text_checks import added_text
+from eqagen.paraphrase.text_checks import added_text, kinds_in
 
 SIDES = ("question", "answer")
 KINDS = (
@@ -127,6 +127,11 @@ class Reading:
             if target is not None:
                 pairs.append((relation, target))
         return pairs
+
+    @cached_property
+    def added_kinds(self) -> frozenset[str]:
+        """The kinds of text a rewrite may not add that this text has (:func:`text_checks.kinds_in`)."""
+        return kinds_in(self.text)
 
     @cached_property
     def stems(self) -> Counter[str]:
@@ -593,7 +598,7 @@ def introduced_mentions(item: ItemFacts, side: str, reading: Reading) -> list[st
 
 def text_added(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """Links, markup, instructions or questions the template text of this side does not have."""
-    return added_text(item.texts.get(side, ""), reading.text, side)
+    return added_text(item.texts.get(side, ""), reading.text, side, item.readings[side].added_kinds)
 
 
 SIDE_CHECKS: tuple[Check, ...] = (dropped_facts, fewer_mentions, moved_temporal, introduced_mentions, text_added)
