@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
 from eqagen.templates.words import label, plural
@@ -229,12 +229,27 @@ _VOCABULARY_TYPES = frozenset(TYPE_SYNONYMS)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+_SPACES = re.compile(r"\s+")
+_LETTERS = re.compile(r"[a-z]+")
+
+
 class Normalized(str):
     """A text :func:`normalize_text` made: given to a scan, it is read as it is, not normalised again (a
     reader that scans one text for many vocabularies normalises it once)."""
 
+    @cached_property
+    def letter_runs(self) -> frozenset[str]:
+        """Its maximal runs of the letters a-z. A word of a vocabulary can be in the text only where the
+        first run of the word is one of them (:func:`first_runs`): most texts have no color, no number word,
+        no ordinal, so most scans need not run."""
+        return frozenset(_LETTERS.findall(self))
 
-_SPACES = re.compile(r"\s+")
+
+def first_runs(words: object) -> frozenset[str] | None:
+    """The first runs of letters a-z of ``words``; None where a word does not start with one (a text
+    without them may still have it)."""
+    runs = [_LETTERS.match(w) for w in words]  # type: ignore[attr-defined]
+    return frozenset(m.group(0) for m in runs if m) if all(runs) else None
 
 
 def normalize_text(text: str) -> Normalized:
@@ -292,24 +307,20 @@ def _trie_pattern(node: Trie) -> str:
 
 
 @cache
-def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
+def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str], frozenset[str] | None]:
+    """A vocabulary's pattern, its table and its words' first runs of letters (:func:`first_runs`)."""
     tables = {"color": COLORS, "state": STATES, "bare_state": BARE_STATES, "material": MATERIALS,
               "temporal": TEMPORAL, "polarity": POLARITY, "relation": RELATIONS, "direction": DIRECTIONS}  # fmt: skip
     table = tables[kind]
-    return _alternation(list(table)), table
+    return _alternation(list(table)), table, first_runs(table)
 
 
 def scan(kind: str, text: str) -> list[str]:
     """Canonical ids of every ``kind`` word in ``text`` (normalised), longest match first."""
-    return list(_scan(kind, text))
-
-
-def _scan(kind: str, text: str) -> tuple[str, ...]:
-    pattern, table = _vocabulary_pattern(kind)
     norm = normalize_text(text)
-    if kind == "polarity":
-        norm = norm.replace("n't", " n't")
-    return tuple(table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm))
+    if kind == "polarity":  # "don't" is read as "do n't"
+        norm = Normalized(norm.replace("n't", " n't"))
+    return [canon for _, _, canon in scan_spans(kind, norm)]
 
 
 def _form_owners(type_names: object) -> dict[str, frozenset[str]]:
@@ -354,8 +365,11 @@ def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, fr
 
 def scan_spans(kind: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, canonical id) of every ``kind`` word in the normalised ``text``."""
-    pattern, table = _vocabulary_pattern(kind)
-    return [(m.start(), m.end(), table[m.group(0).replace("-", " ")]) for m in pattern.finditer(normalize_text(text))]
+    pattern, table, firsts = _vocabulary_pattern(kind)
+    norm = normalize_text(text)
+    if firsts is not None and norm.letter_runs.isdisjoint(firsts):
+        return []
+    return [(m.start(), m.end(), table[m.group(0).replace("-", " ")]) for m in pattern.finditer(norm)]
 
 
 def type_spans(text: str, extra_types: frozenset[str] = frozenset()) -> list[tuple[int, frozenset[str]]]:
@@ -383,7 +397,8 @@ def number_mentions(text: str) -> list[tuple[float, bool]]:
     (:data:`AMBIGUOUS_NUMBER_WORDS`)."""
     norm = normalize_text(text)
     found: list[tuple[int, float, bool]] = [(m.start(), float(m.group(0)), False) for m in _NUMERAL.finditer(norm)]
-    for m in _WORD.finditer(norm):
+    words = _WORD.finditer(norm) if not norm.letter_runs.isdisjoint(NUMBER_WORDS) else ()
+    for m in words:
         parts = m.group(0).split("-")
         if all(p in NUMBER_WORDS for p in parts):
             ambiguous = len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS
@@ -394,7 +409,8 @@ def number_mentions(text: str) -> list[tuple[float, bool]]:
 def scan_ordinals(text: str) -> list[int]:
     norm = normalize_text(text)
     found = [(m.start(), int(m.group(1))) for m in _ORDINAL_NUMERAL.finditer(norm)]
-    found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
+    if not norm.letter_runs.isdisjoint(ORDINALS):
+        found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
     return [value for _, value in sorted(found)]
 
 
@@ -485,7 +501,7 @@ def relation_spans(text: str) -> tuple[tuple[int, int, str, bool], ...]:
     norm = normalize_text(text)
     taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, norm)]
     taken += [(a, b) for a, b, _ in _hedge_spans(norm)]
-    pattern, table = _vocabulary_pattern("relation")
+    pattern, table, _ = _vocabulary_pattern("relation")
     found = []
     for m in pattern.finditer(_blank(norm, taken)):
         surface = m.group(0).replace("-", " ")

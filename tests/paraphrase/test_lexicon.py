@@ -101,3 +101,39 @@ _TYPE_FORMS = sorted({f for t in lx.TYPE_SYNONYMS for f in lx.type_forms(t)})
 @given(_text_of(_TYPE_FORMS))
 def test_the_compiled_type_vocabulary_matches_what_trying_every_form_longest_first_matches(text):
     assert _spans(lx._alternation(_TYPE_FORMS), text) == _spans(_flat_alternation(_TYPE_FORMS), text)
+
+
+_KINDS = ("color", "state", "bare_state", "material", "temporal", "polarity", "relation", "direction")
+_ALL_WORDS = sorted(
+    {w for kind in _KINDS for w in lx._vocabulary_pattern(kind)[1]} | set(lx.NUMBER_WORDS) | set(lx.ORDINALS)
+)
+
+
+def _text_of_words() -> st.SearchStrategy[str]:
+    """Texts of vocabulary words, parts of them, numerals and separators (words glued to others too)."""
+    parts = st.sampled_from([*_ALL_WORDS, "do", "n't", "x", "3", "2nd", "-", "'", ".", ",", "  ", "Mug"])
+    return st.tuples(st.lists(parts, max_size=12), st.sampled_from([" ", "-", ""])).map(lambda t: t[1].join(t[0]))
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(_KINDS), _text_of_words())
+def test_a_scan_skipped_for_want_of_its_words_first_letters_finds_what_its_pattern_finds(kind, text):
+    pattern, table, _ = lx._vocabulary_pattern(kind)
+    norm = lx.normalize_text(text)
+    if kind == "polarity":
+        norm = norm.replace("n't", " n't")
+    assert lx.scan(kind, text) == [table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm)]
+
+
+@settings(max_examples=400)
+@given(_text_of_words())
+def test_number_and_ordinal_words_skipped_for_want_of_their_letters_are_none_of_the_texts_words(text):
+    norm = lx.normalize_text(text)
+    words = [m for m in lx._WORD.finditer(norm)]
+    numbers = [m.start() for m in words if all(p in lx.NUMBER_WORDS for p in m.group(0).split("-"))]
+    numerals = [m.start() for m in lx._NUMERAL.finditer(norm)]
+    assert len(lx.number_mentions(text)) == len(numbers) + len(numerals)
+    ordinals = [lx.ORDINALS[m.group(0)] for m in words if m.group(0) in lx.ORDINALS]
+    assert sorted(lx.scan_ordinals(text)) == sorted(
+        ordinals + [int(m.group(1)) for m in lx._ORDINAL_NUMERAL.finditer(norm)]
+    )
