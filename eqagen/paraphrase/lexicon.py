@@ -349,9 +349,12 @@ def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, fr
     """(start, owners) of every type mention, longest first and non-overlapping, across the vocabulary
     and the item's own types (the same span named by both owns both)."""
     norm = normalize_text(text)
-    spans: dict[tuple[int, int], frozenset[str]] = {}
     extra = sorted({t.split("#")[0] for t in extra_types} - _VOCABULARY_TYPES)
-    for pattern, owners in [_vocabulary_types(), *(_item_type(t) for t in extra)]:
+    vocabulary, owned = _vocabulary_types()
+    if not extra:  # one pattern: its matches are already the longest first and do not overlap
+        return tuple((m.start(), owned[m.group(0).replace("-", " ")]) for m in vocabulary.finditer(norm))
+    spans: dict[tuple[int, int], frozenset[str]] = {}
+    for pattern, owners in [(vocabulary, owned), *(_item_type(t) for t in extra)]:
         for m in pattern.finditer(norm):
             key = (m.start(), m.end())
             spans[key] = spans.get(key, frozenset()) | owners[m.group(0).replace("-", " ")]

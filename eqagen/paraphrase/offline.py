@@ -126,11 +126,11 @@ def reworded_answers(record: QARecord, item: ItemFacts, swaps: TypeSwaps, rng: n
 
 # -- synonyms ---------------------------------------------------------------------------------------
 @cache
-def word_swaps() -> tuple[tuple[re.Pattern[str], str], ...]:
-    """The phrasing data's word swaps: (the word where no other word goes on before or after it, its swap)."""
-    return tuple(
-        (re.compile(rf"(?<![\w-]){re.escape(old)}(?![\w])"), new) for old, new in phrasing().word_swaps.items()
-    )
+def word_swaps() -> tuple[tuple[str, re.Pattern[str], str], ...]:
+    """The phrasing data's word swaps: (the word, the word where no other word goes on before or after it,
+    its swap)."""
+    swaps = phrasing().word_swaps.items()
+    return tuple((old, re.compile(rf"(?<![\w-]){re.escape(old)}(?![\w])"), new) for old, new in swaps)
 
 
 Renaming = tuple[tuple[str, str], ...]  # (a type's name or plural, the synonym's), the longest name first
@@ -146,8 +146,8 @@ def type_swaps(item: ItemFacts) -> TypeSwaps:
 def swap_words(text: str, item: ItemFacts, swaps: TypeSwaps, rng: np.random.Generator) -> str:
     """``text`` with, each drawn with probability one half, the data's word swaps and the item's object types
     named by a synonym that names that type alone (one synonym drawn per type)."""
-    for pattern, new in word_swaps():
-        if pattern.search(text) and rng.random() < 0.5:
+    for old, pattern, new in word_swaps():
+        if old in text and pattern.search(text) and rng.random() < 0.5:  # most texts lack the word
             text = pattern.sub(new, text)
     for type_name, renamings in swaps:
         if renamings:
