@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache, cached_property, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
@@ -469,7 +470,11 @@ _HEDGE = re.compile(
 )
 
 
-def _hedge_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+Span = tuple[int, int, str]  # start, end and canonical id of a word in the normalised text
+
+
+def hedge_spans(text: str) -> tuple[Span, ...]:
+    """(start, end, canonical id) of every quantity hedge in the normalised ``text``."""
     norm = normalize_text(text)
     out = []
     for m in _HEDGE.finditer(norm):
@@ -487,7 +492,7 @@ _NUMERAL_BEFORE = re.compile(rf"{_NUMBER_FORM}$")
 
 def scan_hedges(text: str) -> list[str]:
     """Canonical ids of the quantity hedges in ``text``: "more than 3" -> "more than", "several"."""
-    return [canon for _, _, canon in _hedge_spans(text)]
+    return [canon for _, _, canon in hedge_spans(text)]
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -497,13 +502,13 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def relation_spans(text: str) -> tuple[tuple[int, int, str, bool], ...]:
+def relation_spans(text: str, hedges: Sequence[Span] | None = None) -> tuple[tuple[int, int, str, bool], ...]:
     """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
     not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
-    quantity hedge ("under 3")."""
+    quantity hedge ("under 3"). ``hedges``: :func:`hedge_spans` of the text, where the caller has them."""
     norm = normalize_text(text)
     taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, norm)]
-    taken += [(a, b) for a, b, _ in _hedge_spans(norm)]
+    taken += [(a, b) for a, b, _ in (hedge_spans(norm) if hedges is None else hedges)]
     pattern, table, _ = _vocabulary_pattern("relation")
     found = []
     for m in pattern.finditer(_blank(norm, taken)):

@@ -107,13 +107,21 @@ class Reading:
         bare = self.side == "answer" and self.bare_states
         vocabularies = [k for k in WORD_KINDS if k != "hedge"]
         scanned = {k: lx.scan("bare_state" if k == "state" and bare else k, self.norm) for k in vocabularies}
-        return scanned | {"hedge": lx.scan_hedges(self.norm), "ordinal": lx.scan_ordinals(self.norm)}
+        hedges = [canon for _, _, canon in self.hedge_spans]
+        return scanned | {"hedge": hedges, "ordinal": lx.scan_ordinals(self.norm)}
+
+    @cached_property
+    def hedge_spans(self) -> tuple[lx.Span, ...]:
+        return lx.hedge_spans(self.norm)
+
+    @cached_property
+    def named_types(self) -> list[str]:
+        """Every type a mention can name."""
+        return [t for owners in self.mentions for t in owners]
 
     def values(self, kind: str) -> list:
-        """The canonical values of ``kind`` (one of :data:`READ_KINDS`, or ``type``: every type a mention names)."""
-        if kind == "type":
-            return [t for owners in self.mentions for t in owners]
-        return self.words[kind]
+        """The canonical values of ``kind`` (one of :data:`READ_KINDS`, or ``type``: :attr:`named_types`)."""
+        return self.named_types if kind == "type" else self.words[kind]
 
     @cached_property
     def relations(self) -> list[Relation]:
@@ -122,7 +130,7 @@ class Reading:
         {Bowl})), or the agent ("to your left"). A relation word with no object near ("the one on the left",
         "over the episode") is not one."""
         pairs = []
-        for _, end, relation, names_agent in lx.relation_spans(self.norm):
+        for _, end, relation, names_agent in lx.relation_spans(self.norm, self.hedge_spans):
             target = AGENT if names_agent else _object_after(self.norm, end, self.type_spans)
             if target is not None:
                 pairs.append((relation, target))
