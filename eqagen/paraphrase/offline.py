@@ -169,11 +169,11 @@ def renaming(type_name: str, synonym: str) -> Renaming:
 
 def replace_type(text: str, type_name: str, names: Renaming, item: ItemFacts) -> str:
     """Each mention of the type by its name (or plural) that reads as that type alone, renamed by ``names``."""
-    if lx.normalize_text(text) != text.lower():  # mention positions are in the normalised text
+    norm, lower = lx.normalize_text(text), text.lower()
+    if norm != lower:  # mention positions are in the normalised text
         return text
-    lower = text.lower()
     out, end = [], 0
-    for start, owners in lx.type_spans(text, item.types):
+    for start, owners in lx.type_spans(norm, item.types):
         form, replacement = next(((f, r) for f, r in names if lower.startswith(f, start)), ("", ""))
         if not form or owners != frozenset({type_name}) or lower[start + len(form) : start + len(form) + 1].isalnum():
             continue
