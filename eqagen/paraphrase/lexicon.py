@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache, cached_property, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
@@ -246,10 +246,10 @@ class Normalized(str):
         return frozenset(_LETTERS.findall(self))
 
 
-def first_runs(words: object) -> frozenset[str] | None:
+def first_runs(words: Iterable[str]) -> frozenset[str] | None:
     """The first runs of letters a-z of ``words``; None where a word does not start with one (a text
     without them may still have it)."""
-    runs = [_LETTERS.match(w) for w in words]  # type: ignore[attr-defined]
+    runs = [_LETTERS.match(w) for w in words]
     return frozenset(m.group(0) for m in runs if m) if all(runs) else None
 
 

@@ -124,7 +124,7 @@ def reworded_answers(record: QARecord, item: ItemFacts, swaps: TypeSwaps, rng: n
     return list(dict.fromkeys(swap_words(t, item, swaps, rng) for t in texts))
 
 
-# -- synonyms ---------------------------------------------------------------------------------------
+# -- synonyms -----------------------------------------------------------------------------------------
 @cache
 def word_swaps() -> tuple[tuple[str, re.Pattern[str], str], ...]:
     """The phrasing data's word swaps: (the word, the word where no other word goes on before or after it,
@@ -163,6 +163,7 @@ def safe_synonyms(type_name: str, item: ItemFacts) -> list[str]:
 
 
 def renaming(type_name: str, synonym: str) -> Renaming:
+    """The type's name and plural, each with the synonym's, the longest name first."""
     forms = {label(type_name): synonym, plural(label(type_name)): plural(synonym)}
     return tuple((form, forms[form]) for form in sorted(forms, key=len, reverse=True))
 

@@ -504,7 +504,7 @@ def _relation_kept(pair: Relation, reading: Reading) -> bool:
 
 # ---- checking a paraphrase -----------------------------------------------------------------------
 
-Check = Callable[["ItemFacts", str, Reading], list[str]]  # (item, side, paraphrase text of that side) -> reasons
+Check = Callable[["ItemFacts", str, Reading], list[str]]  # (item, side, that side's paraphrase, read) -> reasons
 _NO_WORD = re.compile(r"\bno\b")
 _A_SINGLE = re.compile(r"\ba single\b")
 
