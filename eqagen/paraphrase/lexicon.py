@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, cached_property, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
@@ -319,7 +319,7 @@ def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str], fro
 def scan(kind: str, text: str) -> list[str]:
     """Canonical ids of every ``kind`` word in ``text`` (normalised), longest match first."""
     norm = normalize_text(text)
-    if kind == "polarity":  # "don't" is read as "do n't"
+    if kind == "polarity" and "n't" in norm:  # "don't" is read as "do n't"
         norm = Normalized(norm.replace("n't", " n't"))
     return [canon for _, _, canon in scan_spans(kind, norm)]
 
@@ -495,6 +495,10 @@ def scan_hedges(text: str) -> list[str]:
     return [canon for _, _, canon in hedge_spans(text)]
 
 
+def _spans(kind: str, norm: Normalized) -> Sequence[Span]:
+    return hedge_spans(norm) if kind == "hedge" else scan_spans(kind, norm)
+
+
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     chars = list(text)
     for start, end in spans:
@@ -502,13 +506,20 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def relation_spans(text: str, hedges: Sequence[Span] | None = None) -> tuple[tuple[int, int, str, bool], ...]:
+NOT_RELATIONS = ("state", "temporal", "hedge")  # the words a relation word may be part of
+
+
+def relation_spans(
+    text: str, known: Mapping[str, Sequence[Span]] | None = None
+) -> tuple[tuple[int, int, str, bool], ...]:
     """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
     not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
-    quantity hedge ("under 3"). ``hedges``: :func:`hedge_spans` of the text, where the caller has them."""
+    quantity hedge ("under 3"). ``known``: the text's spans of some of :data:`NOT_RELATIONS` (``scan_spans``,
+    ``hedge_spans``), where the caller has them."""
     norm = normalize_text(text)
-    taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, norm)]
-    taken += [(a, b) for a, b, _ in (hedge_spans(norm) if hedges is None else hedges)]
+    known = known or {}
+    spans = {kind: known[kind] if kind in known else _spans(kind, norm) for kind in NOT_RELATIONS}
+    taken = [(a, b) for kind in NOT_RELATIONS for a, b, _ in spans[kind]]
     pattern, table, _ = _vocabulary_pattern("relation")
     found = []
     for m in pattern.finditer(_blank(norm, taken)):

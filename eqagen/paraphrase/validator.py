@@ -100,19 +100,25 @@ class Reading:
         """For every object-type mention, the types it can name."""
         return [owners for _, owners in self.type_spans]
 
+    @property
+    def _bare(self) -> bool:
+        """Whether "on" and "off" alone are states here (the answer of a state query)."""
+        return self.side == "answer" and self.bare_states
+
+    @cached_property
+    def spans(self) -> dict[str, list[lx.Span]]:
+        """The spans of the words of each vocabulary of :data:`WORD_KINDS` but polarity (states as this side
+        reads them), and of the quantity hedges."""
+        vocabularies = [k for k in WORD_KINDS if k not in ("polarity", "hedge")]
+        spans = {k: lx.scan_spans("bare_state" if k == "state" and self._bare else k, self.norm) for k in vocabularies}
+        return spans | {"hedge": list(lx.hedge_spans(self.norm))}
+
     @cached_property
     def words(self) -> dict[str, list]:
         """The canonical values of each of :data:`READ_KINDS`, as this side reads them (a state query's answer
         may be a bare "on" / "off")."""
-        bare = self.side == "answer" and self.bare_states
-        vocabularies = [k for k in WORD_KINDS if k != "hedge"]
-        scanned = {k: lx.scan("bare_state" if k == "state" and bare else k, self.norm) for k in vocabularies}
-        hedges = [canon for _, _, canon in self.hedge_spans]
-        return scanned | {"hedge": hedges, "ordinal": lx.scan_ordinals(self.norm)}
-
-    @cached_property
-    def hedge_spans(self) -> tuple[lx.Span, ...]:
-        return lx.hedge_spans(self.norm)
+        words = {kind: [canon for _, _, canon in spans] for kind, spans in self.spans.items()}
+        return words | {"polarity": lx.scan("polarity", self.norm), "ordinal": lx.scan_ordinals(self.norm)}
 
     @cached_property
     def named_types(self) -> list[str]:
@@ -130,7 +136,8 @@ class Reading:
         {Bowl})), or the agent ("to your left"). A relation word with no object near ("the one on the left",
         "over the episode") is not one."""
         pairs = []
-        for _, end, relation, names_agent in lx.relation_spans(self.norm, self.hedge_spans):
+        known = {kind: spans for kind, spans in self.spans.items() if kind != "state" or not self._bare}
+        for _, end, relation, names_agent in lx.relation_spans(self.norm, known):
             target = AGENT if names_agent else _object_after(self.norm, end, self.type_spans)
             if target is not None:
                 pairs.append((relation, target))
