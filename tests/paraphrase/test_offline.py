@@ -124,6 +124,6 @@ def test_an_offline_run_whose_rewordings_all_fail_stops_like_a_model_run(monkeyp
     from eqagen.paraphrase.config import ParaphraseConfig
     from eqagen.paraphrase.errors import TooManyFailures
 
-    monkeypatch.setattr(offline, "check_paraphrase", lambda *a, **k: type("V", (), {"ok": False, "reason": "x"})())
+    monkeypatch.setattr(offline, "pair_verdict", lambda *a, **k: type("V", (), {"ok": False, "reason": "x"})())
     with pytest.raises(TooManyFailures):
         runner.paraphrase_records(engine_records()[:30], ParaphraseConfig(), seed=0)
