@@ -10,8 +10,9 @@ own serial sections). It prints, per size:
 - the serial seconds: those during which fewer than all workers were busy, their share of the wall, and
   what ran then (the critical path of those instants alone);
 - the time the same work would take on 4, 16 and 64 workers (each phase of units list-scheduled on that
-  many workers, phases cut at the run's barriers, the stretches without units as measured; the measured worker count is predicted too, as a
-  check of the model against the run), and the predicted speed-up of 16 workers over 4.
+  many workers, phases cut at the run's barriers, the stretches without units as measured; the measured
+  worker count is predicted too, as a check of the model against the run), and the predicted speed-up of
+  16 workers over 4.
 
 It also samples the resident memory of the whole process tree (the run, Prefect's server, the workers)
 every 0.2 s: the batched stages hold one batch per worker in flight, so their peak must not grow with the
