@@ -52,12 +52,12 @@ def names_table(episode_ids: list[str], scene_ids: list[str], names: list[set[st
 
 
 class Ask(NamedTuple):
-    """One question to ask on one episode: the program as proposed (its moment filters name events by the
-    proposing episode's indices; the target finds its own) and the target episode's id. A named tuple: a
-    round sends tens of thousands to its units, and a tuple is made and pickled several times faster than a
-    frozen dataclass."""
+    """One question to ask on one episode: the program as proposed, as its row stores it (its moment filters
+    name events by the proposing episode's indices; the target finds its own), and the target episode's id.
+    Small and plain: a round sends tens of thousands to its units, and a named tuple of a dict is made and
+    pickled several times faster than a frozen dataclass of the program's objects (the unit rebuilds them)."""
 
-    program: Program
+    spec: dict[str, Any]  # Program.to_dict's form
     episode_id: str
 
 
@@ -119,6 +119,7 @@ class Proposal:
 
     key: str
     program: Program
+    spec: dict[str, Any]  # the program as its row stores it (what an ask sends)
     episode: int  # index into Vocabulary.episode_ids
     scenes: frozenset[int]
     need: frozenset[str]
@@ -169,7 +170,7 @@ class PlanInputs:
         for (key, row), spec in zip(new.items(), programs):
             where, program = self.position[episodes[row]], Program.from_dict(spec)
             need = required_names(program, set(self.names[where]))
-            self.first[key] = Proposal(key, program, where, frozenset(), need)
+            self.first[key] = Proposal(key, program, spec, where, frozenset(), need)
         self.batches += 1
 
     def complete(self, store: BatchStore, batch_names: list[str], executor: Executor | None = None) -> PlanInputs:
@@ -207,7 +208,7 @@ class PlanInputs:
         codes) that proposed it."""
         code = {s: int(c) for s, c in zip(self.scene_ids, vocab.scene)}
         return [
-            Proposal(p.key, p.program, p.episode, frozenset(code[s] for s in self.proposed_in[k]), p.need)
+            Proposal(p.key, p.program, p.spec, p.episode, frozenset(code[s] for s in self.proposed_in[k]), p.need)
             for k, p in self.first.items()
         ]
 
@@ -267,7 +268,7 @@ def plan_round(
         if not want:
             continue
         for target in sorted(order[start : start + count].tolist()):
-            by_batch.setdefault(int(vocab.batch[target]), []).append(Ask(proposal.program, vocab.episode_ids[target]))
+            by_batch.setdefault(int(vocab.batch[target]), []).append(Ask(proposal.spec, vocab.episode_ids[target]))
     return by_batch
 
 
@@ -289,14 +290,15 @@ def ask_batch(
         if a.episode_id not in contexts:
             contexts[a.episode_id] = context_for(episode_from_row(episodes[a.episode_id]))
         ctx = contexts[a.episode_id]
-        verdict = ask(ctx, a.program, questions)
+        program = Program.from_dict(a.spec)
+        verdict = ask(ctx, program, questions)
         if isinstance(verdict, str):
             rejected[verdict] += 1
             continue
         here, answered = verdict
 
-        def make_rng(a: Ask = a) -> np.random.Generator:
-            return derive_rng(seed, "ask", a.episode_id, a.program.signature())
+        def make_rng(a: Ask = a, program: Program = program) -> np.random.Generator:
+            return derive_rng(seed, "ask", a.episode_id, program.signature())
 
         records.extend(make_records(ctx, accept(ctx, here, answered, make_rng)))
     summary = {
