@@ -63,8 +63,10 @@ BASE_KEY_COLUMNS = ("question_id", "scene_id", "balance_key", "answer_key", "que
 # Kept rows are paraphrased in chunks (an LLM's) or pieces (the offline paraphraser's units on an executor)
 # of about this many rows: enough items for an LLM's concurrency, few enough that a chunk's records (about
 # 8 KB each as Python objects) stay small, and that the pieces share the workers evenly (5,000-row chunks left
-# one worker alone with tag-eqa's third: 17 s of paraphrase, 13.5 s with 1,000).
-PARAPHRASE_CHUNK_ROWS = 1_000
+# one worker alone with tag-eqa's third: 17 s of paraphrase, 13.5 s with 1,000). At 10,000 episodes a piece
+# of val or test reads its rows from nearly every candidate file: 1,000-row pieces took up to 2.6 s there,
+# 500-row ones 1.2 s (the same files read in all: 24.7 CPU-s against 27.7).
+PARAPHRASE_CHUNK_ROWS = 500
 
 
 # The folder in staging where a shard's paraphrased pieces wait for the unit that writes the shard.
@@ -484,13 +486,16 @@ def write_offline_questions(
         return [write_question_shard(shard, staging, config_hash, section, seed) for shard in shards]
     cut = [shard_pieces(shard, PARAPHRASE_CHUNK_ROWS) for shard in shards]
     pieces = [[piece_path(shard, k) for k in range(len(c))] for shard, c in zip(shards, cut)]
-    paraphrased = [
-        [
-            executor.submit(paraphrase_piece, piece, staging, rel, config_hash, section, seed)
-            for piece, rel in zip(c, rels)
-        ]
-        for c, rels in zip(cut, pieces)
-    ]
+    # The pieces that read the most candidate files first (a piece of val or test reads from nearly every
+    # batch): the longest units start first, so that no worker is left alone with one at the end.
+    order = sorted(
+        ((i, k) for i, c in enumerate(cut) for k in range(len(c))), key=lambda ik: -len(cut[ik[0]][ik[1]].files)
+    )
+    submitted = {
+        (i, k): executor.submit(paraphrase_piece, cut[i][k], staging, pieces[i][k], config_hash, section, seed)
+        for i, k in order
+    }
+    paraphrased = [[submitted[i, k] for k in range(len(c))] for i, c in enumerate(cut)]
     writes: dict[int, Future] = {}
     while len(writes) < len(shards):  # each shard's unit submitted as soon as its pieces are done
         ready = [i for i in range(len(shards)) if i not in writes and all(f.done() for f in paraphrased[i])]
