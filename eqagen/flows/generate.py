@@ -66,13 +66,10 @@ def finish_task(driver: RunDriver) -> pipeline.RunSummary:
 def generate_flow(config: PipelineConfig, out_dir: str) -> pipeline.RunSummary:
     driver = _DRIVERS[-1]
     plan_task(driver)
-    # The finish's task run is made now, not when the last batch is done: Prefect's bookkeeping in this
-    # process would then hold up the driver, which starts the finish at that very moment.
-    finish = finish_task.submit(driver)
     batches = [batch_task.submit(driver, b.name) for b in driver.todo]
     for future in batches:
         future.result()  # the first failed batch fails the flow
-    return finish.result()
+    return finish_task(driver)
 
 
 def record_run(
@@ -81,8 +78,7 @@ def record_run(
     """Wait for ``server`` (launched by the caller) to answer, then record ``driver``'s run as the flow's task
     runs; returns the driver's summary (or raises its first error)."""
     api_url = server.start()
-    # a thread per batch the driver keeps in flight, and one for the finish's task, which waits all run long
-    task_runner = ThreadPoolTaskRunner(max_workers=max(2, WINDOW_PER_WORKER * driver.pool.workers) + 1)
+    task_runner = ThreadPoolTaskRunner(max_workers=max(2, WINDOW_PER_WORKER * driver.pool.workers))
     with (
         temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
         observed(driver),
