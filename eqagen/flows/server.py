@@ -319,10 +319,6 @@ class LocalPrefectServer:
         raise RuntimeError(f"Prefect's server did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
 
     def stop(self) -> None:
-        """Stop the server for good. Once Prefect's workers are drained every request of the run has been
-        answered, and SQLite has committed what it wrote: the server holds nothing the run still needs, so it
-        is killed rather than asked to shut down (uvicorn's orderly shutdown took 0.27 s of every run; a
-        database left by a kill is what a rerun after a crash opens anyway)."""
         drain_prefect_workers()  # while the server still runs (a restarted one dies with the watchdog's thread)
         self._stopping.set()
         watcher = self._watcher
@@ -332,8 +328,12 @@ class LocalPrefectServer:
             proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
-        proc.kill()
-        proc.wait()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def __enter__(self) -> str:
         return self.start()
