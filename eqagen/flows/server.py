@@ -328,6 +328,8 @@ class LocalPrefectServer:
             proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
+        # Asked, not killed: its services write the task runs' states from the events the client has sent,
+        # after the client is done (killed, the last batches' task runs stayed unrecorded; test_pool checks).
         proc.terminate()
         try:
             proc.wait(timeout=10)
