@@ -14,7 +14,7 @@ from eqagen.config import load_config
 from eqagen.core import Program
 from eqagen.flows import ask, pipeline, stages
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
-from eqagen.predicates.asking import several_name
+from eqagen.predicates.asking import required_names, several_name
 
 SMALL = ["generation.n_episodes=16", "generation.batch_size=8", "generation.max_steps=80", "runner.kind=inline"]
 
@@ -160,8 +160,10 @@ def test_first_per_scene_is_each_scenes_first_element_of_the_random_order(elemen
 
 def test_plan_inputs_folded_batch_by_batch_are_those_read_at_once(tmp_path) -> None:
     """However many batches the driver folded in before the finish, the plan's vocabulary and proposals are
-    the same; each proposal is its question's first ungrounded row in batch order, with every scene that
-    proposed it (recomputed from the batches' questions)."""
+    the same; the vocabulary is the batches' names tables (each episode in batch order, with its batch,
+    scene and names, and every name's mask of episodes), and each proposal is its question's first
+    ungrounded row in batch order, with every scene that proposed it and the names a target needs
+    (recomputed from the batches' tables)."""
     config = load_config("demo", [*SMALL, "generation.n_episodes=24"])
     ctx, names = batches_in(tmp_path, config)
     whole = ask.PlanInputs().complete(ctx.store, names)
@@ -176,6 +178,16 @@ def test_plan_inputs_folded_batch_by_batch_are_those_read_at_once(tmp_path) -> N
         assert again.episode_ids == vocab.episode_ids and again.names == vocab.names
         assert np.array_equal(again.held_out, vocab.held_out) and np.array_equal(again.batch, vocab.batch)
         assert partial.proposals(again) == proposals
+        assert again.having.keys() == vocab.having.keys()
+        assert all(np.array_equal(again.having[n], vocab.having[n]) for n in vocab.having)
+    tables = ctx.store.iter_tables(names, ask.NAMES, ask.NAMES_SCHEMA)  # each episode's names, batch by batch
+    rows = [(i, r) for i, table in enumerate(tables) for r in table.to_pylist()]
+    assert vocab.episode_ids == [r["episode_id"] for _, r in rows] and vocab.batch.tolist() == [i for i, _ in rows]
+    assert vocab.names == [frozenset(r["names"]) for _, r in rows] and len(rows) == 24
+    every_name = {n for _, r in rows for n in r["names"]}
+    assert vocab.having.keys() == every_name
+    for name, mask in vocab.having.items():
+        assert mask.tolist() == [name in r["names"] for _, r in rows], name
     first: dict[str, tuple[str, dict]] = {}
     scenes: dict[str, set[str]] = defaultdict(set)
     scene_of: dict[str, str] = {}
@@ -192,3 +204,4 @@ def test_plan_inputs_folded_batch_by_batch_are_those_read_at_once(tmp_path) -> N
         episode, program = first[p.key]
         assert vocab.episode_ids[p.episode] == episode and p.program == Program.from_dict(program)
         assert p.scenes == {code[s] for s in scenes[p.key]}
+        assert p.need == required_names(p.program, set(vocab.names[p.episode])) and p.spec == program
