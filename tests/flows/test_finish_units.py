@@ -75,6 +75,17 @@ def test_a_fork_pool_finishes_with_the_bytes_of_this_process(real_run, tmp_path,
     assert without_timings(stats[0]) == without_timings(stats[1])
 
 
+def test_a_runs_statistics_are_those_recomputed_from_its_shards(real_run) -> None:
+    """The audit's statistics and method criteria come from the rows the units that wrote the shards kept in
+    their partials: ``eqagen audit`` reads the shards back and finds the same."""
+    from eqagen.commands.audit_run import audit_dir
+
+    _, checks = audit_dir(real_run[1])
+    check = {c.name: c for c in checks}["stats.json equals the statistics recomputed from the shards"]
+    recorded = json.loads((real_run[1] / "stats.json").read_text())["dataset"]
+    assert check.ok and {"blind_baselines", "unseen_share"} <= recorded["criteria"].keys(), check
+
+
 def cut(table: pa.Table, draw: st.DataObject) -> list[pa.Table]:
     """The table cut at drawn rows into pieces (some empty), in a drawn order."""
     bounds = sorted(draw.draw(st.lists(st.integers(0, table.num_rows), max_size=8)))
