@@ -18,9 +18,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from eqagen.config import load_config
 from eqagen.flows import pipeline, stages
 from eqagen.flows.pool import ForkedPool, RunDriver, forked_pool
-from eqagen.flows.timeline import Timeline
+from eqagen.flows.timeline import BARRIER, Span, Timeline
 from tests.processes import alive
 from tests.test_cli import shard_digests
 
@@ -59,6 +60,8 @@ def test_the_driver_runs_every_batch_once_in_plan_order_then_the_finish(tmp_path
     assert batch_runs == [b.name for b in todo], "every batch not yet done, once, in plan order"
     assert finished is summary and summary.batches_resumed == 1 and summary.counts["questions_total"] > 0
     assert [s.stage for s in timeline.relative() if s.stage == "run_batch"] == ["run_batch"] * len(todo)
+    rounds = len(json.loads((ctx.out_dir / "stats.json").read_text())["stages"]["ask"]["rounds"])
+    assert_each_step_starts_at_a_barrier(timeline.relative(), rounds)
     inline_out = tmp_path / "inline"
     inline_summary = pipeline.generate_inline(config, inline_out)
     assert set(summary.stage_seconds) == set(inline_summary.stage_seconds), "the driver times every stage"
@@ -68,6 +71,42 @@ def test_the_driver_runs_every_batch_once_in_plan_order_then_the_finish(tmp_path
         ours, theirs = getattr(ctx.store, read)(names), getattr(inline.store, read)(names)
         assert isinstance(ours, pa.Table) and ours.num_rows > 0 and ours.equals(theirs), read
     assert shard_digests(ctx.out_dir) == shard_digests(inline_out) != {}
+
+
+STEPS = (  # a run's steps in order, by their units: each needs every unit of the steps before it
+    {"run_batch"},
+    {"ask_batch"},
+    {"paraphrase_piece", "write_question_shard"},
+    {"text_model_answers", "report_plots"},
+)
+
+
+def assert_each_step_starts_at_a_barrier(spans: list[Span], rounds: int) -> None:
+    """The run marks a barrier where each step starts: after the batches, at each ask round, before the
+    shards and before the audit's units; every unit of a step starts after a barrier that comes after every
+    unit of the steps before it has ended (the timeline's predictions cut phases there)."""
+    barriers = [s.start for s in spans if s.stage == BARRIER]
+    assert len(barriers) == 1 + rounds + 2, (len(barriers), rounds)
+    ended = float("-inf")
+    for step in STEPS:
+        units = [s for s in spans if s.stage in step]
+        assert bool(units) == (step != {"ask_batch"} or rounds > 0), step
+        if not units:
+            continue
+        first = min(u.start for u in units)
+        assert step == STEPS[0] or any(ended <= b <= first for b in barriers), (step, ended, first)
+        ended = max(ended, *(u.end for u in units))
+
+
+def test_a_real_run_marks_a_barrier_where_each_of_its_steps_starts(tmp_path: Path) -> None:
+    """The household engine and the demo cut small, on two forked workers, with its ask rounds."""
+    config = load_config("demo", ["generation.n_episodes=24", "generation.batch_size=6", "runner.progress=false"])
+    ctx, timeline = pipeline.make_context(config, tmp_path), Timeline()
+    with forked_pool(2, timeline) as pool:
+        RunDriver(config, ctx, pool, pipeline.RunSummary(ctx.out_dir)).start().finished.result(timeout=300)
+    rounds = len(json.loads((ctx.out_dir / "stats.json").read_text())["stages"]["ask"]["rounds"])
+    assert rounds >= 2
+    assert_each_step_starts_at_a_barrier(timeline.relative(), rounds)
 
 
 def failing_batch(*args):
