@@ -79,10 +79,27 @@ class ForkedPool:
     def close(self, cancel: bool) -> None:
         """Stop the workers: at once (``cancel``: an error, SIGTERM, Ctrl-C), else once idle."""
         if cancel:  # the executor has no public way to stop a running job
-            for process in list(getattr(self.executor, "_processes", {}).values()):
-                with contextlib.suppress(Exception):
-                    process.terminate()
+            self._kill_workers()
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def _kill_workers(self) -> None:
+        """Terminate the workers and wait for them; then close this process's end of their result pipe.
+
+        A worker killed halfway through sending a large result leaves the executor's manager thread reading
+        bytes that never come: every writer's end must be closed before that read ends (EOF, so the pool is
+        broken and shuts down). The workers' ends close with them; this process holds the last one."""
+        processes = list(getattr(self.executor, "_processes", {}).values())
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.terminate()
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        result_queue = getattr(self.executor, "_result_queue", None)
+        if result_queue is not None:
+            result_queue._writer.close()
 
 
 @dataclass

@@ -191,6 +191,37 @@ def test_closing_on_an_error_stops_busy_workers_at_once() -> None:
     assert not any(alive(p) for p in workers) and all(f.done() for f in busy)
 
 
+# A worker that has sent the first part of its result's bytes (a large result fills the pipe) when the run
+# cancels the pool: the executor's manager thread is left reading the rest, which never comes.
+HALF_SENT_RESULT = textwrap.dedent(
+    """
+    import os, struct, sys, time
+    from eqagen.flows.pool import ForkedPool
+
+    def send_half_a_result():
+        frame = sys._getframe()
+        while frame.f_code.co_name != "_process_worker":  # the executor's worker loop, which holds the pipe
+            frame = frame.f_back
+        pipe = frame.f_locals["result_queue"]._writer
+        os.write(pipe.fileno(), struct.pack("!i", 1 << 20) + b"x" * 1000)  # 1 MiB announced, 1,000 bytes sent
+        time.sleep(600)
+
+    pool = ForkedPool(2)
+    pool.executor.submit(send_half_a_result)
+    time.sleep(1)  # the manager thread is now reading the announced bytes
+    pool.close(cancel=True)
+    print("closed", flush=True)
+    """
+)
+
+
+def test_cancelling_stops_a_pool_whose_worker_died_halfway_through_sending_a_result() -> None:
+    """Found by CI: SIGTERM while a worker sent a batch's result, and the run never ended: the executor's
+    manager thread waited for the rest of the result, and closing the pool waited for that thread."""
+    out = subprocess.run([sys.executable, "-c", HALF_SENT_RESULT], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "closed", out.stderr[-2000:]
+
+
 def processes_of(out: Path) -> list[int]:
     """Live processes whose command line names ``out``: the run and its forked workers (the server's
     command line does not name it; tests.test_cli.server_pids finds it by its environment)."""
