@@ -26,9 +26,11 @@ from tests.test_cli import EQAGEN, SMALL, shard_digests
 LINE = re.compile(r"eqagen: error: (?P<cause>.+) \(log: (?P<log>\S+\.log)\)")
 
 
-def start(out: Path, *args: str, command: list[str] = EQAGEN, env: dict | None = None) -> subprocess.Popen[str]:
+def start(out: Path, *args: str, command: list[str] = EQAGEN, env: dict | None = None,
+          stdout: bool = False) -> subprocess.Popen[str]:  # fmt: skip
     argv = [*command, "generate", "demo", "--out", str(out), *SMALL, *args]
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE if stdout else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env)  # fmt: skip
 
 
 def wait_for_batches(proc: subprocess.Popen, out: Path, n: int, timeout: float = 300) -> None:
@@ -174,3 +176,39 @@ def test_sigterm_stops_a_run_and_its_capped_workers(tmp_path) -> None:
     while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in workers if alive(pid)] and prefect_servers(str(out)) == []
+
+
+# A real run whose SIGTERM handlers are watched: every 5 ms, the one in effect is noted.
+WATCHED_HANDLERS = textwrap.dedent(
+    """
+    import json, signal, sys, threading, time
+    from eqagen.cli import main
+
+    seen, done = set(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            handler = signal.getsignal(signal.SIGTERM)
+            seen.add(getattr(handler, "__module__", "") + "." + getattr(handler, "__qualname__", repr(handler)))
+            time.sleep(0.005)
+
+    threading.Thread(target=watch, daemon=True).start()
+    status = main(sys.argv[1:])
+    done.set()
+    print(json.dumps(sorted(seen)), flush=True)
+    sys.exit(status)
+    """
+)
+
+
+def test_only_the_runs_own_handler_answers_sigterm_while_prefects_flow_runs(tmp_path) -> None:
+    """Found by CI: a SIGTERM during Prefect's flow met Prefect's handler, and the run ended 143, or 1 (a
+    serializer interrupted), or went on to finish with 0 (the signal swallowed), by where it landed. The flow
+    now runs off the main thread, where Prefect installs no handler: the run's own turns SIGTERM into its
+    orderly stop wherever the signal lands (test_sigterm_stops_a_run_and_its_capped_workers)."""
+    proc = start(tmp_path / "watched", command=[sys.executable, "-c", WATCHED_HANDLERS], stdout=True)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    seen = json.loads(out.splitlines()[-1])
+    assert any("sigterm_as_exit" in name for name in seen), seen  # the watch ran while the run did
+    assert [name for name in seen if "sigterm_as_exit" not in name and "Handlers.SIG_DFL" not in name] == []

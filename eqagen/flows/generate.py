@@ -30,7 +30,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from eqagen.config import PipelineConfig
 from eqagen.flows import pipeline
 from eqagen.flows.pool import WINDOW_PER_WORKER, RunDriver
-from eqagen.flows.server import LocalPrefectServer
 
 TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 0}
 
@@ -72,12 +71,9 @@ def generate_flow(config: PipelineConfig, out_dir: str) -> pipeline.RunSummary:
     return finish_task(driver)
 
 
-def record_run(
-    driver: RunDriver, config: PipelineConfig, out_dir: Path, server: LocalPrefectServer
-) -> pipeline.RunSummary:
-    """Wait for ``server`` (launched by the caller) to answer, then record ``driver``'s run as the flow's task
-    runs; returns the driver's summary (or raises its first error)."""
-    api_url = server.start()
+def record_run(driver: RunDriver, config: PipelineConfig, out_dir: Path, api_url: str) -> pipeline.RunSummary:
+    """Record ``driver``'s run as the flow's task runs, against the server at ``api_url``; returns the driver's
+    summary (or raises its first error)."""
     task_runner = ThreadPoolTaskRunner(max_workers=max(2, WINDOW_PER_WORKER * driver.pool.workers))
     with (
         temporary_settings(updates={PREFECT_API_URL: api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),

@@ -9,9 +9,12 @@ once the server answers. This module imports no Prefect at load time for that re
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any, TypeVar
 
 from eqagen.config import PipelineConfig
 from eqagen.flows import pipeline, runners
@@ -19,6 +22,42 @@ from eqagen.flows.pool import RunDriver
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
 from eqagen.flows.timeline import Timeline
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
+
+T = TypeVar("T")
+
+
+FLOW_END_TIMEOUT_S = 10.0  # for the flow to record its end once the run stops early (it takes milliseconds)
+
+
+class FlowThread:
+    """Runs Prefect's flow in a thread of its own while the run's thread waits for its result.
+
+    Prefect's flow engine, run in the main thread, installs a SIGTERM handler of its own for the flow's
+    duration, and what a SIGTERM then did depended on where it landed: it ended the run (143), crashed a
+    serializer (exit 1), or was swallowed while the run went on to the end (exit 0); all three were seen.
+    Off the main thread Prefect installs none, so a SIGTERM or a Ctrl-C reaches the run's thread, which only
+    waits: the run stops its driver and its workers, the flow's tasks fail with the driver's error, and the
+    flow records its end before the server stops (:meth:`join`)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def run(self, call: Callable[..., T], *args: Any) -> T:
+        result: Future = Future()
+
+        def target() -> None:
+            try:
+                result.set_result(call(*args))
+            except BaseException as error:
+                result.set_exception(error)
+
+        self._thread = threading.Thread(target=target, name="eqagen-prefect-flow", daemon=True)
+        self._thread.start()
+        return result.result()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
 
 
 def run_with_prefect(
@@ -39,8 +78,10 @@ def run_with_prefect(
     server = server or LocalPrefectServer(prefect_home)
     ctx = pipeline.make_context(config, Path(out_dir))
     summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
+    recorder = FlowThread()
     with sigterm_as_exit(), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the workers below are stopped first
+        stack.callback(recorder.join, FLOW_END_TIMEOUT_S)  # the flow records its end while the server answers
         if server.process is None:
             server.launch()
         pool = stack.enter_context(runners.open_pool(config.runner, ctx.store_root, timeline))
@@ -48,7 +89,8 @@ def run_with_prefect(
         stack.callback(driver.stop)
         from eqagen.flows.generate import record_run  # Prefect: imported while the work runs
 
-        summary = record_run(driver, config, Path(out_dir), server)
+        api_url = server.start()  # waits for the server to answer (here: a SIGTERM or Ctrl-C meanwhile ends it)
+        summary = recorder.run(record_run, driver, config, Path(out_dir), api_url)
     summary.wall_seconds = time.perf_counter() - wall
     summary.server_seconds = server.startup_seconds
     summary.record_timeline(timeline, pool.workers)
