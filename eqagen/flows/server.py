@@ -346,9 +346,13 @@ class LocalPrefectServer:
 
 @contextlib.contextmanager
 def sigterm_as_exit() -> Iterator[None]:
-    """Within the block, SIGTERM raises SystemExit(143) so ``finally`` clauses stop the server."""
+    """Within the block, SIGTERM raises SystemExit(143) so ``finally`` clauses stop the server. Code the signal
+    interrupted may turn that SystemExit into an error of its own (pydantic's serializers do): once SIGTERM
+    was received, any error leaving the block is SystemExit(143), caused by that error."""
+    received = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
+        received.set()
         raise SystemExit(128 + signum)
 
     try:
@@ -358,5 +362,9 @@ def sigterm_as_exit() -> Iterator[None]:
         return
     try:
         yield
+    except Exception as error:
+        if received.is_set():
+            raise SystemExit(128 + signal.SIGTERM) from error
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
