@@ -5,7 +5,7 @@ always made the same way from the shards just written. What is per shard (counts
 episodes' numbers) comes as one partial per shard (:mod:`eqagen.curation.audit`): made where the shard was
 written (a ``generate`` run's shard units, on its workers) or here from the staged file, then merged. What
 needs every row runs as units of its own when an executor is given, side by side: the blind text models
-(one per model and query type) and the report's plots; the rest of the criteria are computed here
+(one per model and query type) and the report's plots (one each); the rest of the criteria are computed here
 meanwhile.
 """
 
@@ -40,7 +40,7 @@ from eqagen.curation.criteria import (
 from eqagen.outputs.card import render_card, write_card
 from eqagen.outputs.dataset import read_shard
 from eqagen.outputs.manifest import write_json_atomic
-from eqagen.outputs.report import report_plots, write_report
+from eqagen.outputs.report import draw_plot, plot_specs, write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo
 
@@ -94,17 +94,19 @@ def write_audit_files(
     episodes = merge_episodes(p for p in parts if isinstance(p, EpisodeParts))
     dataset = {"questions": question_stats_from(questions), "episodes": episode_stats_from(episodes)}
     stats = {"funnel": funnel, "stages": stage_stats or {}, "dataset": dataset}
-    plots = executor.submit(report_plots, stats) if report and executor is not None else None
     rows = pa.concat_tables([p.criteria_rows for p in parts if isinstance(p, QuestionPartial)])
     contents = answer_contents(rows)
-    text_answers = None
-    if executor is not None:  # the fits as units, side by side, while the other criteria are computed here
-        fits = text_model_fits(rows, blind_setup(rows, contents))
+    text_answers, plots = None, None
+    if (
+        executor is not None
+    ):  # the fits and the plots as units, side by side, while the other criteria are computed here
+        fits = text_model_fits(rows, blind_setup(rows, contents))  # the largest first
         text_answers = Results({key: executor.submit(text_model_answers, *fit) for key, fit in fits.items()})
+        plots = [executor.submit(draw_plot, spec) for spec in plot_specs(stats)] if report else None
     criteria = method_criteria(rows, manifest.get("config"), text_answers, contents)
     stats = {**stats, "dataset": {**dataset, "criteria": criteria}}
     write_json_atomic(stats, out_dir / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
     if report:
-        write_report(stats, out_dir / "report.html", plots.result() if plots else None)
+        write_report(stats, out_dir / "report.html", [plot.result() for plot in plots] if plots else None)
     return stats

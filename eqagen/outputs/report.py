@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -115,33 +115,40 @@ def criteria_view(criteria: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
 
 
 Plots = list[tuple[str, str]]  # (title, PNG data URI), in the page's order
+PlotSpec = tuple[str, Callable[..., str], tuple[Any, ...]]  # (title, the function that draws it, its arguments)
+
+
+def plot_specs(stats: Mapping[str, Any]) -> list[PlotSpec]:
+    """The page's plots, in its order, each to be drawn by :func:`draw_plot` (one unit each on a run's
+    workers): from the funnel and the question statistics, not the criteria (so they can be drawn while the
+    criteria are computed)."""
+    q = stats["dataset"]["questions"]
+    d = q["distributions"]
+    bars = [
+        ("Query types", "Query types", d["query_type"]),
+        ("Filter families", "Filter families", d["filter_family"]),
+        ("Filter-family combinations", "Filter-family combinations", d["filter_family_combination"]),
+        ("Number of filters", "Number of filters", d["n_filters"]),
+        ("Answer types", "Answer types", d["answer_type"]),
+        ("OpenEQA categories", "OpenEQA categories", d["openeqa_category"]),
+        ("Answers per balance group", "Distinct answers per balance group", q["balance"].get("answers_per_group", {})),
+    ]
+    specs: list[PlotSpec] = [(title, bar_plot, (heading, counts)) for title, heading, counts in bars]
+    if stats.get("funnel"):
+        specs.insert(0, ("Funnel", funnel_plot, (stats["funnel"],)))
+    if q.get("per_split_query_type"):
+        specs.append(("Splits", split_plot, (q["per_split_query_type"],)))
+    return specs
+
+
+def draw_plot(spec: PlotSpec) -> tuple[str, str]:
+    title, draw, args = spec
+    return title, draw(*args)
 
 
 def report_plots(stats: Mapping[str, Any]) -> Plots:
-    """The page's plots: from the funnel and the question statistics, not the criteria (so they can be drawn
-    while the criteria are computed)."""
-    q = stats["dataset"]["questions"]
-    d = q["distributions"]
-    plots = [
-        ("Query types", bar_plot("Query types", d["query_type"])),
-        ("Filter families", bar_plot("Filter families", d["filter_family"])),
-        (
-            "Filter-family combinations",
-            bar_plot("Filter-family combinations", d["filter_family_combination"]),
-        ),
-        ("Number of filters", bar_plot("Number of filters", d["n_filters"])),
-        ("Answer types", bar_plot("Answer types", d["answer_type"])),
-        ("OpenEQA categories", bar_plot("OpenEQA categories", d["openeqa_category"])),
-        (
-            "Answers per balance group",
-            bar_plot("Distinct answers per balance group", q["balance"].get("answers_per_group", {})),
-        ),
-    ]
-    if stats.get("funnel"):
-        plots.insert(0, ("Funnel", funnel_plot(stats["funnel"])))
-    if q.get("per_split_query_type"):
-        plots.append(("Splits", split_plot(q["per_split_query_type"])))
-    return plots
+    """The page's plots, drawn here."""
+    return [draw_plot(spec) for spec in plot_specs(stats)]
 
 
 def render_report(stats: Mapping[str, Any], title: str = "eqagen dataset audit", plots: Plots | None = None) -> str:

@@ -71,3 +71,28 @@ def test_jsonl_export_of_one_split(dataset, tmp_path):
         r["question_id"] for r in load_dataset_folder(dataset).read("questions").to_pylist() if r["split"] == "val"
     )
     assert [r["question_id"] for r in rows] == expected
+
+
+def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset, tmp_path) -> None:
+    """A run draws the report's plots on its workers, one unit each, beside the blind models' fits; the page
+    must not depend on where, or in which order, its plots were drawn."""
+    from eqagen.flows.pool import ForkedPool
+    from eqagen.outputs.audit_files import write_audit_files
+    from eqagen.outputs.shards import ShardInfo
+
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    shards = [ShardInfo(**s) for s in manifest["shards"]] if "shards" in manifest else None
+    assert shards, sorted(manifest)
+    pages = []
+    for where in ("here", "workers"):
+        out = tmp_path / where
+        shutil.copytree(dataset, out)
+        pool = ForkedPool(2) if where == "workers" else None
+        try:
+            write_audit_files(out, shards, {"programs": {"in": 9, "out": 4}}, {}, manifest,
+                              executor=pool.executor if pool else None)  # fmt: skip
+        finally:
+            if pool:
+                pool.close(cancel=False)
+        pages.append((out / "report.html").read_text())
+    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9
