@@ -97,9 +97,8 @@ def write_audit_files(
     rows = pa.concat_tables([p.criteria_rows for p in parts if isinstance(p, QuestionPartial)])
     contents = answer_contents(rows)
     text_answers, plots = None, None
-    if (
-        executor is not None
-    ):  # the fits and the plots as units, side by side, while the other criteria are computed here
+    # The blind models' fits and the report's plots as units, side by side, while the rest is computed here.
+    if executor is not None:
         fits = text_model_fits(rows, blind_setup(rows, contents))  # the largest first
         text_answers = Results({key: executor.submit(text_model_answers, *fit) for key, fit in fits.items()})
         plots = [executor.submit(draw_plot, spec) for spec in plot_specs(stats)] if report else None
