@@ -394,13 +394,12 @@ def run_ask_stage(
             plan = plan_round(proposals, orders, want, vocab, r * ask.scenes, ask.scenes)
             directory = store.root / round_name(key, r, [p.key for p, w in zip(proposals, want) if w])
             barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
-            if alongside:
-                alongside, start_alongside = None, alongside
-                start_alongside()
+            if r == 0 and alongside:
+                alongside()
             run_round(store.root, directory, batch_names, plan, questions, seed, executor, on_written)
             directories.append(directory)
             rounds.append(round_stats(directory, batch_names, sum(want)))
-        if alongside:  # no round ran
+        if alongside and not directories:  # no round ran
             alongside()
     stats = {
         "questions_proposed": len(proposals),
