@@ -160,12 +160,11 @@ class ItemFacts:
 
     facts: list[Fact]
     types: frozenset[str]  # every type the item has (extends the type vocabulary)
-    texts: dict[str, str] = field(default_factory=dict)  # side -> the template text
     allowed: dict[str, dict[str, set]] = field(default_factory=dict)  # side -> kind -> values
     numbers: dict[str, list[float]] = field(default_factory=dict)  # side -> numbers it may mention
     bare_states: bool = False  # a state query: its answer may be a bare "on" / "off"
     bindings: dict[str, list[Binding]] = field(default_factory=dict)  # side -> temporal relations' objects
-    readings: dict[str, Reading] = field(default_factory=dict)  # side -> the template text, read
+    readings: dict[str, Reading] = field(default_factory=dict)  # side -> the template text (``.text``), read
 
     @property
     def essential(self) -> list[Fact]:
@@ -427,7 +426,7 @@ def derive_facts(record: QARecord) -> ItemFacts:
     allowed, numbers = _allowed(facts, readings)
     bindings = {side: [b for b in temporal_bindings(r.norm, all_types) if b[1]] for side, r in readings.items()}
     return ItemFacts(
-        facts=facts, types=all_types, texts=texts, allowed=allowed, numbers=numbers, bare_states=bare,
+        facts=facts, types=all_types, allowed=allowed, numbers=numbers, bare_states=bare,
         bindings=bindings, readings=readings,
     )  # fmt: skip
 
@@ -613,7 +612,8 @@ def introduced_mentions(item: ItemFacts, side: str, reading: Reading) -> list[st
 
 def text_added(item: ItemFacts, side: str, reading: Reading) -> list[str]:
     """Links, markup, instructions or questions the template text of this side does not have."""
-    return added_text(item.texts.get(side, ""), reading.text, side, item.readings[side].added_kinds)
+    template = item.readings[side]
+    return added_text(template.text, reading.text, side, template.added_kinds)
 
 
 SIDE_CHECKS: tuple[Check, ...] = (dropped_facts, fewer_mentions, moved_temporal, introduced_mentions, text_added)
