@@ -37,7 +37,8 @@ class FlowThread:
     serializer (exit 1), or was swallowed while the run went on to the end (exit 0); all three were seen.
     Off the main thread Prefect installs none, so a SIGTERM or a Ctrl-C reaches the run's thread, which only
     waits: the run stops its driver and its workers, the flow's tasks fail with the driver's error, and the
-    flow records its end before the server stops (:meth:`join`)."""
+    flow records its end before the server stops (:meth:`join`). A daemon thread, not a ``ThreadPoolExecutor``'s
+    (which the interpreter joins at exit): a flow still talking to a stopped server must not hold up the exit."""
 
     def __init__(self) -> None:
         self._thread: threading.Thread | None = None
