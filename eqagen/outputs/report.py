@@ -125,15 +125,16 @@ def plot_specs(stats: Mapping[str, Any]) -> list[PlotSpec]:
     q = stats["dataset"]["questions"]
     d = q["distributions"]
     bars = [
-        ("Query types", "Query types", d["query_type"]),
-        ("Filter families", "Filter families", d["filter_family"]),
-        ("Filter-family combinations", "Filter-family combinations", d["filter_family_combination"]),
-        ("Number of filters", "Number of filters", d["n_filters"]),
-        ("Answer types", "Answer types", d["answer_type"]),
-        ("OpenEQA categories", "OpenEQA categories", d["openeqa_category"]),
-        ("Answers per balance group", "Distinct answers per balance group", q["balance"].get("answers_per_group", {})),
+        ("Query types", d["query_type"]),
+        ("Filter families", d["filter_family"]),
+        ("Filter-family combinations", d["filter_family_combination"]),
+        ("Number of filters", d["n_filters"]),
+        ("Answer types", d["answer_type"]),
+        ("OpenEQA categories", d["openeqa_category"]),
     ]
-    specs: list[PlotSpec] = [(title, bar_plot, (heading, counts)) for title, heading, counts in bars]
+    specs: list[PlotSpec] = [(title, bar_plot, (title, counts)) for title, counts in bars]
+    answers = q["balance"].get("answers_per_group", {})
+    specs.append(("Answers per balance group", bar_plot, ("Distinct answers per balance group", answers)))
     if stats.get("funnel"):
         specs.insert(0, ("Funnel", funnel_plot, (stats["funnel"],)))
     if q.get("per_split_query_type"):
