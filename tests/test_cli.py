@@ -92,6 +92,7 @@ COMMANDS = {
     "paraphrase": set(),
     "alfred": {"film", "index", "replay"},
     "blockworld": {"inspect"},
+    "score": set(),
 }
 
 

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("eqagen.predicates",),
     ("eqagen.templates",),
     ("eqagen.curation", "eqagen.paraphrase"),
+    ("eqagen.scoring",),
     ("eqagen.config",),
     ("eqagen.outputs",),
     ("eqagen.flows",),
