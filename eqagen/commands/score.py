@@ -60,8 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def split_name(dataset: Dataset, asked: str) -> str:
-    """The split as the dataset names it (``val`` and ``validation`` are one split), or a ConfigError."""
-    present = sorted(dataset.manifest.rows.questions)
+    """The split as the dataset names it (``val`` and ``validation`` are one split), or a ConfigError naming the
+    splits that hold questions."""
+    present = sorted(name for name, rows in dataset.manifest.rows.questions.items() if rows)
     for name in (asked, SPLIT_ALIASES.get(asked)):
         if name in present:
             return name

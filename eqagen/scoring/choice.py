@@ -49,7 +49,7 @@ class ChanceTest:
         }  # fmt: skip
 
 
-def test_against_chance(hits: Sequence[float], chances: Sequence[float]) -> ChanceTest:
+def binomial_against_chance(hits: Sequence[float], chances: Sequence[float]) -> ChanceTest:
     """``binomtest(sum(hits), n, p = mean(1/k), alternative="two-sided")``. With equal k this is exact; where k
     varies, the number of hits of a guesser is Poisson-binomial, whose variance is at most the binomial's with
     the mean p, so the test is conservative."""

@@ -36,7 +36,7 @@ Other ways of saying the answer: {extra_answers}
 Response: {prediction}
 Mark:"""
 PLACEHOLDERS = ("question", "answer", "prediction")  # a prompt must use these; {extra_answers} is optional
-_MARK = re.compile(r"(?<![\d.])([1-5])(?![\d.])")
+_MARK = re.compile(r"(?<![\d.])([1-5])(?!\d|\.\d)")
 
 
 def llm_match(mark: float) -> float:
@@ -70,7 +70,7 @@ def read_prompt(path: Path | None) -> str:
 
 def parse_mark(reply: str) -> int | None:
     """The mark in a reply: the digit 1-5 after ``mark`` where the reply says so, else its first 1-5."""
-    after = re.search(r"mark\W*([1-5])(?![\d.])", reply, re.I)
+    after = re.search(r"mark\W*([1-5])(?!\d|\.\d)", reply, re.I)
     found = after or _MARK.search(reply)
     return int(found.group(1)) if found else None
 

@@ -16,9 +16,10 @@ from eqagen.scoring.counts import count_exact, mean_relative_accuracy, read_coun
 from eqagen.scoring.freeform import exact_match
 from eqagen.scoring.navigation import distance_to_goal
 from eqagen.scoring.predictions import Point, Prediction, Predictions
-from eqagen.scoring.readback import Vocabulary, read_anchor, read_back, value_words
+from eqagen.scoring.readback import Vocabulary, read_anchor, read_back
 from eqagen.scoring.similarity import TextSimilarity, token_jaccard
 from eqagen.scoring.structured import group_match, structured_score
+from eqagen.templates.answers import readable_value
 
 COUNT_TYPES = ("number", "count")
 # What each shape reports, in the report's order.
@@ -70,7 +71,7 @@ def content_scores(record: QARecord, content: str | None) -> Scores:
 
 def readable_groups(answer_type: str, groups: Sequence[AnswerGroup]) -> list[AnswerGroup]:
     """Groups with their values as the answer sentences say them, for comparing values said in text."""
-    return [AnswerGroup("", g.anchor, (), value_words(answer_type, g.value)) for g in groups]
+    return [AnswerGroup("", g.anchor, (), readable_value(answer_type, g.value)) for g in groups]
 
 
 def structured_scores(record: QARecord, groups: Sequence[AnswerGroup] | None, scorer: Scorer) -> Scores:

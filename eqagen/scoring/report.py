@@ -14,7 +14,7 @@ from typing import Any
 
 from eqagen.core import DataFileError, QARecord
 from eqagen.scoring.breakdown import breakdown, cell
-from eqagen.scoring.choice import test_against_chance
+from eqagen.scoring.choice import binomial_against_chance
 from eqagen.scoring.judge import JudgeRun, express_score, llm_match
 from eqagen.scoring.predictions import Predictions
 from eqagen.scoring.records import SHAPE_METRICS, Scorer, Scores, score_records
@@ -56,7 +56,7 @@ def chance_tests(records: Sequence[QARecord], scores: Sequence[Scores]) -> dict[
         by_type[record.query_type].append(row)
 
     def test(rows: Sequence[Scores]) -> dict[str, Any]:
-        return test_against_chance([r["accuracy"] for r in rows], [r["chance"] for r in rows]).to_dict()
+        return binomial_against_chance([r["accuracy"] for r in rows], [r["chance"] for r in rows]).to_dict()
 
     return {"overall": test(scores), "query_type": {q: test(rows) for q, rows in sorted(by_type.items())}}
 

@@ -6,9 +6,10 @@ and so are the result items inside each pair of groups:
 
 - item similarity ``s(a, b) = (sim(type) + sim(caption) + possim(|pos_a - pos_b|) + sim(value)) / 4``;
 - ``possim(d) = exp(-d^2 / (2 * 1.65^2))``, d in metres;
-- group similarity ``g(p, q) = (sim(predicate) + sim(value)) / 2`` ignoring grounding (the predicates' coordinate
-  texts removed), and ``(sim(predicate) + sim(value) + possim(|anchor_p - anchor_q|)) / 3`` with grounding where
-  the gold group has an anchor (a predicted group without one: 0 for that term);
+- group similarity ``g(p, q) = (sim(predicate) + sim(value)) / 2`` ignoring grounding, and
+  ``(sim(predicate) + sim(value) + possim(|anchor_p - anchor_q|)) / 3`` with grounding where the gold group has an
+  anchor (a predicted group without one: 0 for that term); predicates are compared without the coordinates that
+  name their anchor (the anchor term weighs those);
 - pair score ``g(p, q) * sum(matched s) / max(|items_p|, |items_q|)`` (1 for the item part when both are empty);
 - ``raw = sum(matched pair scores) / max(|P|, |Q|)``, and the score is ``1 + 4 * raw``.
 
@@ -71,11 +72,11 @@ def items_match(pred: Sequence[ResultItem], gold: Sequence[ResultItem], sim: Tex
 
 def group_similarity(pred: AnswerGroup, gold: AnswerGroup, grounding: bool, sim: TextSimilarity) -> float:
     """``g(p, q)``: predicate and value, and with grounding the anchors' positional similarity."""
+    predicate = sim(without_coordinates(pred.predicate), without_coordinates(gold.predicate))
     if not grounding or gold.anchor is None:
-        predicate = sim(without_coordinates(pred.predicate), without_coordinates(gold.predicate))
         return (predicate + sim(pred.value, gold.value)) / 2
     anchor = possim(distance(pred.anchor, gold.anchor)) if pred.anchor is not None else 0.0
-    return (sim(pred.predicate, gold.predicate) + sim(pred.value, gold.value) + anchor) / 3
+    return (predicate + sim(pred.value, gold.value) + anchor) / 3
 
 
 def raw_match(pred: Sequence[AnswerGroup], gold: Sequence[AnswerGroup], grounding: bool, sim: TextSimilarity) -> float:

@@ -1,0 +1,99 @@
+"""The scorer, validated as TAG-EQA validated its own, and timed.
+
+1. Perturbation: the test split's gold structured answers perturbed by each of TAG-EQA's four perturbations
+   (:mod:`eqagen.scoring.perturb`) at strengths 0, 0.2, ..., 1; the mean structured score (with grounding)
+   per strength must fall monotonically from 5; Spearman's rank correlation between strength and score over
+   every (record, strength); a random answer (another record's) for the floor.
+2. Speed: ``eqagen score`` on the test split's gold predictions in each shape, offline, in this process
+   (target: under 10 s for the 2,270 test predictions of tag-eqa on 2 cores; the dataset's checksums included).
+
+    python benchmarks/bench_scoring.py DATASET [--split test] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from eqagen.commands.score import score
+from eqagen.core import QARecord, derive_rng
+from eqagen.outputs.readers import read_questions
+from eqagen.scoring.perturb import PERTURBATIONS, Pools, random_answer
+from eqagen.scoring.predictions import SHAPES
+from eqagen.scoring.reference import gold_rows
+from eqagen.scoring.structured import structured_score
+
+STRENGTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+TARGET_SECONDS = 10.0
+
+
+def perturbation_table(records: list[QARecord], seed: int = 0) -> dict[str, Any]:
+    """Per perturbation: the mean score at each strength, whether it falls monotonically, and Spearman's rho."""
+    pools = Pools.of(records)
+    out: dict[str, Any] = {}
+    for name, perturb in PERTURBATIONS.items():
+        scores = np.empty((len(records), len(STRENGTHS)))
+        for i, r in enumerate(records):
+            for j, s in enumerate(STRENGTHS):
+                rng = derive_rng(seed, "perturb", name, r.question_id)  # the same draws at every strength
+                scores[i, j] = structured_score(perturb(r.structured_answer, s, rng, pools), r.structured_answer)
+        means = scores.mean(axis=0)
+        rho = spearmanr(np.tile(STRENGTHS, len(records)), scores.ravel()).statistic
+        out[name] = {
+            "mean_score": [round(float(m), 4) for m in means],
+            "monotone": bool(np.all(np.diff(means) < 0)),
+            "spearman": round(float(rho), 4),
+        }
+    rng = derive_rng(seed, "perturb", "random")
+    floor = [structured_score(random_answer(records, i, rng), r.structured_answer) for i, r in enumerate(records)]
+    out["random_answer"] = {"mean_score": round(float(np.mean(floor)), 4)}
+    return out
+
+
+def timing(dataset: Path, split: str, records: list[QARecord]) -> dict[str, float]:
+    """Seconds of ``eqagen score`` (verification, reading, scoring, breakdowns) per shape."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in SHAPES:
+            path = Path(tmp) / f"gold-{shape}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in gold_rows(records, shape)), encoding="utf-8")
+            args = argparse.Namespace(dataset=dataset, predictions=path, split=split, similarity="token-jaccard",
+                                      judge=None)  # fmt: skip
+            start = time.perf_counter()
+            score(args)
+            out[shape] = round(time.perf_counter() - start, 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    records = read_questions(args.dataset, args.split)
+    table = perturbation_table(records)
+    print(f"perturbation ({len(records)} gold answers), mean structured score at strength {list(STRENGTHS)}:")
+    for name, row in table.items():
+        if name == "random_answer":
+            print(f"  random answer: {row['mean_score']:.3f}")
+        else:
+            print(f"  {name:12s} {' '.join(f'{m:.3f}' for m in row['mean_score'])}  monotone={row['monotone']}  "
+                  f"spearman={row['spearman']:.3f}")  # fmt: skip
+    seconds = timing(args.dataset, args.split, records)
+    print(f"eqagen score on {len(records)} predictions (target < {TARGET_SECONDS:g} s):")
+    for shape, s in seconds.items():
+        print(f"  {shape:18s} {s:6.2f} s {'ok' if s < TARGET_SECONDS else 'OVER'}")
+    if args.json:
+        args.json.write_text(json.dumps({"perturbation": table, "seconds": seconds}, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
