@@ -8,7 +8,9 @@ strength, so a stronger perturbation changes a superset of what a weaker one cha
 - ``positions``: every result item and anchor moves ``4 * s`` metres in a drawn horizontal direction;
 - ``features``: the first ``ceil(s * n)`` items get a caption whose attribute words (all but the type's) are
   drawn from attribute words the item's caption does not use;
-- ``predicates``: the first ``ceil(s * m)`` of the m groups get another record's predicate and value.
+- ``predicates``: the first ``ceil(s * w)`` of the w words of each group's predicate are replaced by predicate
+  words of the dataset that share no word with it (the coordinates naming its anchor left out: the scorer weighs
+  the anchor instead).
 
 :func:`random_answer` is another record's answer, for a floor.
 """
@@ -22,6 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from eqagen.core import AnswerGroup, QARecord, ResultItem
+from eqagen.scoring.similarity import words
+from eqagen.scoring.structured import without_coordinates
 from eqagen.templates.words import label
 
 MAX_SHIFT_M = 4.0
@@ -29,18 +33,20 @@ MAX_SHIFT_M = 4.0
 
 @dataclass(frozen=True)
 class Pools:
-    """What perturbations draw from: the dataset's types, caption attribute words, (predicate, value) pairs."""
+    """What perturbations draw from: the dataset's types, caption attribute words and predicate words."""
 
     types: tuple[str, ...]
     attribute_words: tuple[str, ...]
-    predicates: tuple[tuple[str, str], ...]
+    predicate_words: tuple[str, ...]
 
     @classmethod
     def of(cls, records: Sequence[QARecord]) -> Pools:
         items = [i for r in records for g in r.structured_answer for i in g.result]
         words = {w for i in items for w in attribute_words(i)}
-        pairs = {(g.predicate, g.value) for r in records for g in r.structured_answer}
-        return cls(tuple(sorted({i.type for i in items})), tuple(sorted(words)), tuple(sorted(pairs)))
+        predicate_words = {
+            w for r in records for g in r.structured_answer for w in without_coordinates(g.predicate).split()
+        }
+        return cls(tuple(sorted({i.type for i in items})), tuple(sorted(words)), tuple(sorted(predicate_words)))
 
 
 def attribute_words(item: ResultItem) -> list[str]:
@@ -110,14 +116,16 @@ def features(groups: Sequence[AnswerGroup], s: float, rng: np.random.Generator, 
 
 
 def predicates(groups: Sequence[AnswerGroup], s: float, rng: np.random.Generator, pools: Pools) -> list[AnswerGroup]:
-    picks = order(len(groups), rng)
-    draws = rng.integers(len(pools.predicates), size=len(groups))
-    out = list(groups)
-    for k in picks[: first(len(groups), s)]:
-        predicate, value = pools.predicates[int(draws[k])]
-        if (predicate, value) == (groups[k].predicate, groups[k].value):
-            predicate, value = pools.predicates[(int(draws[k]) + 1) % len(pools.predicates)]
-        out[k] = replace(groups[k], predicate=predicate, value=value)
+    out = []
+    for g in groups:
+        own = without_coordinates(g.predicate).split()  # the scorer reads the anchor, not its coordinate text
+        said = words(" ".join(own))
+        others = [w for w in pools.predicate_words if not words(w) & said] or ["unknown"]  # no word it has
+        picks = order(len(own), rng)
+        draws = rng.integers(len(others), size=len(own))
+        for k in picks[: first(len(own), s)]:
+            own[k] = others[int(draws[k])]
+        out.append(replace(g, predicate=" ".join(own)))
     return out
 
 
