@@ -25,6 +25,7 @@ from eqagen.core import ConfigError, QARecord
 from eqagen.outputs.atomic import write_text_atomic
 from eqagen.outputs.dataset import Dataset, open_dataset
 from eqagen.outputs.readers import iter_episodes, read_questions
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.outputs.score_report import write_score_report
 from eqagen.scoring.judge import JudgeRun, judge_answers, judge_config, read_prompt
 from eqagen.scoring.navigation import goal_position
@@ -35,6 +36,7 @@ from eqagen.scoring.report import check_ids, score_report
 from eqagen.scoring.similarity import DEFAULT_SIMILARITY, make_similarity
 
 SPLIT_ALIASES = {"val": "validation", "validation": "val"}  # the held-out split under either name
+EMPTY = QUESTIONS_SCHEMA.empty_table()
 SUMMARY_KEYS = ("overall", "chance_tests", "scorer")
 
 
@@ -96,7 +98,8 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     seen = set(pc.filter(table["scene_id"], pc.equal(table["split"], "train")).to_pylist())
     records = read_questions(dataset, split)
     check_ids(predictions, split, {r.question_id for r in records}, dataset_splits)
-    vocabulary = Vocabulary.of(read_questions(dataset) if predictions.shape == "answer" else [])
+    columns = ["answer_type", "structured_answer"]
+    vocabulary = Vocabulary.of(dataset.read("questions", columns) if predictions.shape == "answer" else EMPTY)
     scorer = Scorer(predictions.shape, vocabulary, make_similarity(args.similarity),
                     goals_of(dataset, records, predictions))  # fmt: skip
     judge = run_judge(args, records, predictions, dataset.manifest.seed) if args.judge else None

@@ -151,3 +151,30 @@ def test_a_changed_shard_is_refused_before_scoring(scored_dataset, split_records
     predictions = write_jsonl(tmp_path / "gold.jsonl", gold_rows(split_records, "choice"))
     assert main(["score", str(copy), str(predictions)]) == 2
     assert "sha256" in capsys.readouterr().err
+
+
+def test_parquet_and_openeqas_json_list_are_read_as_they_are(scored_dataset, split_records, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = gold_rows(split_records, "structured_answer")
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "gold.parquet")
+    report = run_score(scored_dataset, tmp_path / "gold.parquet")
+    assert report["overall"]["structured"] == 5.0 and report["scorer"]["shape"] == "structured_answer"
+    openeqa = tmp_path / "openeqa-predictions.json"
+    openeqa.write_text(json.dumps([{"question_id": r.question_id, "answer": r.answer} for r in split_records[:5]]))
+    report = run_score(scored_dataset, openeqa)
+    assert report["overall"]["exact_match"] == pytest.approx(5 / len(split_records), abs=1e-6)
+    assert len(report["missing"]) == len(split_records) - 5
+
+
+def test_a_similarity_model_without_its_package_is_an_error(scored_dataset, split_records, tmp_path, capsys):
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("sentence-transformers is installed here")
+    predictions = write_jsonl(tmp_path / "gold.jsonl", gold_rows(split_records, "structured_answer"))
+    assert main(["score", str(scored_dataset), str(predictions), "--similarity", "all-MiniLM-L6-v2"]) == 2
+    assert "needs the sentence-transformers package" in capsys.readouterr().err
