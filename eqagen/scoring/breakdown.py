@@ -2,7 +2,8 @@
 95% interval.
 
 A metric's interval: Wilson's score interval where its values are all 0 or 1 (an accuracy), else the
-t-interval ``mean ± t(0.975, n-1) * s / sqrt(n)``; one value: ``[mean, mean]``.
+t-interval ``mean ± t(0.975, n-1) * s / sqrt(n)`` clipped to the values the metric can take (:data:`SCALES`);
+one value: ``[mean, mean]``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,18 @@ from scipy.stats import t as student_t
 from eqagen.core import QARecord
 
 LEVEL = 0.95
+# The values each metric can take (a mean near an end of a 1-5 score has a t-interval past it).
+SCALES = {
+    "structured": (1.0, 5.0), "structured_no_grounding": (1.0, 5.0), "readback": (1.0, 5.0),
+    "readback_no_grounding": (1.0, 5.0), "judge_mark": (1.0, 5.0), "count_mra": (0.0, 1.0), "chance": (0.0, 1.0),
+    "llm_match": (0.0, 100.0), "express_c": (20.0, 100.0), "d_t": (0.0, math.inf),
+}  # fmt: skip
 DIGITS = 6
 Scores = dict[str, float]
 
 
-def interval(values: Sequence[float]) -> tuple[float, float]:
-    """The 95% interval of the mean of ``values`` (see the module's docstring)."""
+def interval(values: Sequence[float], scale: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float]:
+    """The 95% interval of the mean of ``values`` (see the module's docstring), within ``scale``."""
     a = np.asarray(values, dtype=float)
     n = a.size
     if n == 1:
@@ -33,7 +40,7 @@ def interval(values: Sequence[float]) -> tuple[float, float]:
         ci = binomtest(int(a.sum()), n).proportion_ci(LEVEL, method="wilson")
         return float(ci.low), float(ci.high)
     half = float(student_t.ppf((1 + LEVEL) / 2, n - 1) * a.std(ddof=1) / math.sqrt(n))
-    return float(a.mean()) - half, float(a.mean()) + half
+    return max(scale[0], float(a.mean()) - half), min(scale[1], float(a.mean()) + half)
 
 
 def cell(rows: Sequence[Scores], metrics: Sequence[str]) -> dict[str, Any]:
@@ -42,7 +49,7 @@ def cell(rows: Sequence[Scores], metrics: Sequence[str]) -> dict[str, Any]:
     for metric in metrics:
         values = [r[metric] for r in rows if metric in r]
         if values:
-            low, high = interval(values)
+            low, high = interval(values, SCALES.get(metric, (-math.inf, math.inf)))
             out[metric] = round(float(np.mean(values)), DIGITS)
             out[f"{metric}_ci"] = [round(low, DIGITS), round(high, DIGITS)]
             if len(values) != len(rows):

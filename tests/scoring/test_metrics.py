@@ -104,3 +104,8 @@ def test_judge_marks_and_openeqas_metric():
     assert parse_mark("no idea") is None and parse_mark("0.5") is None
     assert llm_match(1) == 0.0 and llm_match(5) == 100.0 and llm_match(3) == 50.0
     assert express_score(5) == 100.0 and express_score(1) == 20.0
+
+
+def test_a_score_interval_stays_on_its_scale():
+    assert interval([5.0, 5.0, 4.0], (1.0, 5.0))[1] == 5.0  # the t-interval alone reaches past 5
+    assert interval([5.0, 5.0, 4.0])[1] > 5.0
