@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from eqagen.core import ConfigError, DataFileError, QARecord, stable_hash
 from eqagen.core.errors import RunFailed
 from eqagen.paraphrase.cache import ResponseCache, request_key
@@ -36,6 +38,8 @@ Other ways of saying the answer: {extra_answers}
 Response: {prediction}
 Mark:"""
 PLACEHOLDERS = ("question", "answer", "prediction")  # a prompt must use these; {extra_answers} is optional
+# The command's options that set the judge's client settings, by setting.
+OPTIONS = {"model": "--judge", "base_url": "--base-url", "cache_path": "--judge-cache", "concurrency": "--concurrency"}
 _MARK = re.compile(r"(?<![\d.])([1-5])(?!\d|\.\d)")
 
 
@@ -90,8 +94,9 @@ def judge_config(model: str, base_url: str | None, cache_path: Path | None, conc
         values["cache_path"] = cache_path
     try:
         return ParaphraseConfig(**values)
-    except ValueError as err:
-        raise ConfigError("--judge", str(err).splitlines()[0]) from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ConfigError(OPTIONS.get(str(first["loc"][0]), "--judge"), first["msg"]) from None
 
 
 @dataclass
@@ -158,9 +163,14 @@ async def judge_answers(
     """Marks for ``(record, predicted answer)`` pairs."""
     from eqagen.paraphrase.client import ChatClient
 
-    endpoint = resolve_endpoint(config)
-    if endpoint is None:
-        raise ConfigError("--judge", "names no model", allowed="a chat model name with --base-url or a key")
+    try:
+        endpoint = resolve_endpoint(config)
+    except ConfigError:
+        endpoint = None
+    if endpoint is None:  # "offline" names the offline paraphraser, no judge; or no URL and no key
+        raise ConfigError("--judge", f"model '{config.model}' has no endpoint: no --base-url, $OPENAI_BASE_URL or "
+                          "$OPENAI_API_KEY", allowed="--base-url URL of an OpenAI-compatible server, or "
+                          "OPENAI_API_KEY for OpenAI")  # fmt: skip
     run = JudgeRun(config.model, stable_hash("judge", prompt, digest_size=8))
     version = f"judge:{run.prompt_digest}"
     client = ChatClient(endpoint, config, seed)

@@ -115,3 +115,16 @@ def test_a_judge_needs_free_form_answers_and_a_prompt_with_placeholders(scored_d
             "--judge-prompt", str(prompt)]  # fmt: skip
     assert main(args) == 2
     assert "has no {answer}, {prediction} placeholder" in capsys.readouterr().err
+
+
+def test_a_judge_without_an_endpoint_or_with_a_bad_setting_is_exit_2(scored_dataset, split_records, tmp_path, capsys,
+                                                                      monkeypatch):  # fmt: skip
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    answers = write_jsonl(tmp_path / "a.jsonl", half_right(split_records))
+    assert main(["score", str(scored_dataset), str(answers), "--judge", "gpt-4o"]) == 2
+    assert "option '--judge': model 'gpt-4o' has no endpoint" in capsys.readouterr().err
+    args = ["score", str(scored_dataset), str(answers), "--judge", "m", "--base-url", "http://127.0.0.1:9/v1",
+            "--concurrency", "0"]  # fmt: skip
+    assert main(args) == 2
+    assert "option '--concurrency': Input should be greater than or equal to 1" in capsys.readouterr().err
