@@ -54,7 +54,7 @@ def test_openeqas_metric_from_the_judges_marks(scored_dataset, split_records, tm
 def test_a_killed_judge_run_resumes_from_its_cache(scored_dataset, split_records, tmp_path):
     predictions = write_jsonl(tmp_path / "answers.jsonl", half_right(split_records))
     cache, n = tmp_path / "judge.sqlite", len(split_records)
-    with JudgeServer(delay_s=0.3) as server:
+    with JudgeServer(delay_s=0.15) as server:
         command = [sys.executable, "-m", "eqagen.cli", *judge_args(scored_dataset, predictions, server, cache,
                                                                    "--concurrency", "2")]  # fmt: skip
         proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -128,3 +128,18 @@ def test_a_judge_without_an_endpoint_or_with_a_bad_setting_is_exit_2(scored_data
             "--concurrency", "0"]  # fmt: skip
     assert main(args) == 2
     assert "option '--concurrency': Input should be greater than or equal to 1" in capsys.readouterr().err
+
+
+def test_another_prompt_file_is_what_the_judge_is_sent(scored_dataset, split_records, tmp_path):
+    prompt = tmp_path / "openeqa-style.txt"
+    prompt.write_text(
+        "Q: {question}\nAnswer: {answer}\nAlso right: {extra_answers}\nResponse: {prediction}\nYour mark:"
+    )
+    predictions = write_jsonl(tmp_path / "answers.jsonl", half_right(split_records[:4]))
+    with JudgeServer() as server:
+        args = judge_args(scored_dataset, predictions, server, tmp_path / "c.sqlite", "--judge-prompt", str(prompt))
+        assert main(args) == 0
+        sent = [c[-1]["content"] for c in server.conversations]
+    r = split_records[0]
+    assert f"Q: {r.question}\nAnswer: {r.answer}\nAlso right: none\nResponse: {r.answer}\nYour mark:" in sent
+    assert len(sent) == 4

@@ -109,3 +109,15 @@ def test_judge_marks_and_openeqas_metric():
 def test_a_score_interval_stays_on_its_scale():
     assert interval([5.0, 5.0, 4.0], (1.0, 5.0))[1] == 5.0  # the t-interval alone reaches past 5
     assert interval([5.0, 5.0, 4.0])[1] > 5.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(groups)
+def test_a_structured_answer_reads_back_from_its_json_row_unchanged(tmp_path_factory, gold):
+    import json
+
+    from eqagen.scoring.predictions import read_predictions
+
+    path = tmp_path_factory.mktemp("rows") / "p.jsonl"
+    path.write_text(json.dumps({"question_id": "q", "structured_answer": [g.to_dict() for g in gold]}) + "\n")
+    assert list(read_predictions(path).rows["q"].structured_answer) == gold
