@@ -17,26 +17,17 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
-
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from eqagen.core import ConfigError, QARecord
-from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.dataset import Dataset, open_dataset
-from eqagen.outputs.readers import iter_episodes, read_questions
-from eqagen.outputs.schemas import QUESTIONS_SCHEMA
-from eqagen.outputs.score_report import write_score_report
-from eqagen.scoring.judge import JudgeRun, judge_answers, judge_config, read_prompt
-from eqagen.scoring.navigation import goal_position
-from eqagen.scoring.predictions import Point, Predictions, read_predictions
-from eqagen.scoring.readback import Vocabulary
-from eqagen.scoring.records import Scorer
-from eqagen.scoring.report import check_ids, score_report
-from eqagen.scoring.similarity import DEFAULT_SIMILARITY, make_similarity
+from eqagen.scoring.similarity import DEFAULT_SIMILARITY
+
+if TYPE_CHECKING:  # scipy and pyarrow take seconds to import: every eqagen command builds this parser
+    from eqagen.outputs.dataset import Dataset
+    from eqagen.scoring.judge import JudgeRun
+    from eqagen.scoring.predictions import Point, Predictions
 
 SPLIT_ALIASES = {"val": "validation", "validation": "val"}  # the held-out split under either name
-EMPTY = QUESTIONS_SCHEMA.empty_table()
 SUMMARY_KEYS = ("overall", "chance_tests", "scorer")
 
 
@@ -73,6 +64,9 @@ def split_name(dataset: Dataset, asked: str) -> str:
 
 def goals_of(dataset: Dataset, records: list[QARecord], predictions: Predictions) -> dict[str, Point] | None:
     """Each episode's goal, where some prediction carries a final position (read only then)."""
+    from eqagen.outputs.readers import iter_episodes
+    from eqagen.scoring.navigation import goal_position
+
     wanted = {r.episode_id for r in records if (p := predictions.rows.get(r.question_id)) and p.final_position}
     if not wanted:
         return None
@@ -80,6 +74,8 @@ def goals_of(dataset: Dataset, records: list[QARecord], predictions: Predictions
 
 
 def run_judge(args: argparse.Namespace, records: list[QARecord], predictions: Predictions, seed: int) -> JudgeRun:
+    from eqagen.scoring.judge import judge_answers, judge_config, read_prompt
+
     if predictions.shape != "answer":
         raise ConfigError("--judge", f"marks free-form answers, and {predictions.path} holds '{predictions.shape}' "
                           "predictions", allowed="an 'answer' predictions file")  # fmt: skip
@@ -90,6 +86,17 @@ def run_judge(args: argparse.Namespace, records: list[QARecord], predictions: Pr
 
 
 def score(args: argparse.Namespace) -> dict[str, Any]:
+    import pyarrow.compute as pc
+
+    from eqagen.outputs.dataset import open_dataset
+    from eqagen.outputs.readers import read_questions
+    from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+    from eqagen.scoring.predictions import read_predictions
+    from eqagen.scoring.readback import Vocabulary
+    from eqagen.scoring.records import Scorer
+    from eqagen.scoring.report import check_ids, score_report
+    from eqagen.scoring.similarity import make_similarity
+
     dataset = open_dataset(args.dataset)
     predictions = read_predictions(args.predictions)
     split = split_name(dataset, args.split)
@@ -99,7 +106,9 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
     records = read_questions(dataset, split)
     check_ids(predictions, split, {r.question_id for r in records}, dataset_splits)
     columns = ["answer_type", "structured_answer"]
-    vocabulary = Vocabulary.of(dataset.read("questions", columns) if predictions.shape == "answer" else EMPTY)
+    vocabulary = Vocabulary.of(
+        dataset.read("questions", columns) if predictions.shape == "answer" else QUESTIONS_SCHEMA.empty_table()
+    )
     scorer = Scorer(predictions.shape, vocabulary, make_similarity(args.similarity),
                     goals_of(dataset, records, predictions))  # fmt: skip
     judge = run_judge(args, records, predictions, dataset.manifest.seed) if args.judge else None
@@ -108,6 +117,9 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_score(args: argparse.Namespace) -> int:
+    from eqagen.outputs.atomic import write_text_atomic
+    from eqagen.outputs.score_report import write_score_report
+
     report = score(args)
     text = json.dumps(report, indent=2)
     if args.json is not None and str(args.json) != "-":
