@@ -90,8 +90,8 @@ def read_predictions(path: Path) -> Predictions:
             shape = row_shape
         elif row_shape != shape:
             first = next(iter(rows.values())).row
-            raise DataFileError(path, f"row {n}", f"a '{row_shape}' prediction, but row {first} is a '{shape}' one "
-                                "(one shape per file)", "write one file per shape")  # fmt: skip
+            problem = f"a prediction of shape '{row_shape}', but row {first}'s is '{shape}' (one shape per file)"
+            raise DataFileError(path, f"row {n}", problem, "write one file per shape")
         if prediction.question_id in rows:
             first = rows[prediction.question_id].row
             raise DataFileError(path, f"row {n}", f"question_id '{prediction.question_id}' again (first at row "

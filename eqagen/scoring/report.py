@@ -29,15 +29,16 @@ def check_ids(predictions: Predictions, split: str, split_ids: set[str], dataset
     unknown = [p for qid, p in predictions.rows.items() if qid not in split_ids]
     if not unknown:
         return
-    named = ", ".join(
-        f"'{p.question_id}' (row {p.row}, " + (f"in {dataset_splits[p.question_id]})" if p.question_id in
-                                                dataset_splits else "not in the dataset)")
-        for p in unknown[:SHOWN_IDS]
-    )  # fmt: skip
+
+    def where(qid: str) -> str:
+        return f"in {dataset_splits[qid]}" if qid in dataset_splits else "not in the dataset"
+
+    named = ", ".join(f"'{p.question_id}' (row {p.row}, {where(p.question_id)})" for p in unknown[:SHOWN_IDS])
     more = f" and {len(unknown) - SHOWN_IDS} more" if len(unknown) > SHOWN_IDS else ""
-    raise DataFileError(predictions.path, f"row {unknown[0].row}", f"{len(unknown)} question ids not in the dataset's "
-                        f"{split} split: {named}{more}", f"predict only the {split} split's questions, or pass "
-                        "--split with the split they are from")  # fmt: skip
+    ids = "question id" if len(unknown) == 1 else "question ids"
+    problem = f"{len(unknown)} {ids} not in the dataset's {split} split: {named}{more}"
+    fix = f"predict only the {split} split's questions, or pass --split with the split they are from"
+    raise DataFileError(predictions.path, f"row {unknown[0].row}", problem, fix)
 
 
 def with_judge(records: Sequence[QARecord], scores: list[Scores], predictions: Predictions, run: JudgeRun) -> None:

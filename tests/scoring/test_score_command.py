@@ -99,7 +99,7 @@ def bad_files(records) -> dict[str, tuple[str, list | str, str]]:
     q = [r.question_id for r in records]
     return {
         "unknown id": ("a.jsonl", [{"question_id": q[0], "choice": 0}, {"question_id": "nope", "choice": 0}],
-                       "[row 2]: 1 question ids not in the dataset's test split: 'nope' (row 2, not in the dataset)"),
+                       "[row 2]: 1 question id not in the dataset's test split: 'nope' (row 2, not in the dataset)"),
         "train id": ("a.jsonl", [{"question_id": "TRAIN", "choice": 0}], "(row 1, in train)"),
         "duplicate": ("a.jsonl", [{"question_id": q[0], "choice": 0}, {"question_id": q[0], "choice": 1}],
                       f"[row 2]: question_id '{q[0]}' again (first at row 1)"),
@@ -108,7 +108,7 @@ def bad_files(records) -> dict[str, tuple[str, list | str, str]]:
                       "[row 1: structured_answer[0].anchor]: [1, 2] is not a point"),
         "empty": ("a.jsonl", "\n", "holds no predictions"),
         "mixed": ("a.jsonl", [{"question_id": q[0], "choice": 0}, {"question_id": q[1], "answer": "no"}],
-                  "[row 2]: a 'answer' prediction, but row 1 is a 'choice' one"),
+                  "[row 2]: a prediction of shape 'answer', but row 1's is 'choice'"),
         "two shapes": ("a.jsonl", [{"question_id": q[0], "choice": 0, "answer": "x"}], "has choice and answer"),
         "index": ("a.jsonl", [{"question_id": q[0], "choice": 7}], "[row 1: choice]: index 7 is out of range"),
         "not a choice": ("a.jsonl", [{"question_id": q[0], "choice": "purple"}], "'purple' is not one of the choices"),
