@@ -59,6 +59,7 @@ SUBCOMMAND_MODULES = [
     "eqagen.commands.paraphrase",
     "eqagen.commands.alfred",
     "eqagen.commands.blockworld",
+    "eqagen.commands.show",
 ]
 
 
