@@ -41,19 +41,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(any world family); jsonl: every column, one JSON object per line; express: EXPRESS-Bench's records, "
         "for navigation episodes only (a household or blockworld dataset has none to export). history and "
         "scenegraph write what a model observes, one JSON file per episode into the folder --out; vlmevalkit "
-        "(a TSV) and lmms-eval (a task folder) write text multiple choice with each episode's history "
-        "(docs/models.md).",
+        "(a TSV) and lmms-eval (a task folder) write text multiple choice with each episode's history; replay "
+        "writes what each episode's simulator needs to reproduce it (docs/models.md).",
     )
     exp.add_argument("dir", type=Path, help="an eqagen output directory")
     exp.add_argument("--format", required=True, choices=EXPORT_FORMATS,
                      help="openeqa (OpenEQA JSON), jsonl (every column), express (EXPRESS-Bench: navigation "
                      "datasets only), history (per-episode step histories), scenegraph (per-episode "
-                     "ConceptGraphs-style scene graphs), vlmevalkit (TSV), lmms-eval (task folder)")  # fmt: skip
+                     "ConceptGraphs-style scene graphs), vlmevalkit (TSV), lmms-eval (task folder), replay "
+                     "(per-episode simulator bundles)")  # fmt: skip
     exp.add_argument("--split", help="only this split (train, val, test, or all); openeqa, vlmevalkit and lmms-eval "
                      "export test unless told, the others every split")  # fmt: skip
     exp.add_argument("--out", type=Path, required=True,
-                     help="the file to write, or the folder for history, scenegraph and lmms-eval (refused "
-                     "if it exists)")  # fmt: skip
+                     help="the file to write, or the folder for history, scenegraph, lmms-eval and replay "
+                     "(refused if it exists)")  # fmt: skip
     exp.add_argument("--max-observations", type=int, metavar="K",
                      help="history: keep K observations as TAG-EQA does (every event kept, every object seen "
                      "once); default: every step (vlmevalkit, lmms-eval: 50)")  # fmt: skip
@@ -111,7 +112,7 @@ def run_export(args: argparse.Namespace) -> int:
     n = export(
         args.dir, args.format, args.out, split=args.split, max_observations=args.max_observations, at_step=args.at_step
     )
-    what = "episodes" if args.format in ("history", "scenegraph") else "records"
+    what = "episodes" if args.format in ("history", "scenegraph", "replay") else "records"
     split = chosen_split(args.format, args.split)
     print(f"wrote {n} {what} ({f'split {split}' if split else 'every split'}) to {args.out}", file=sys.stderr)
     return 0

@@ -7,6 +7,7 @@
 - ``history`` and ``scenegraph``: what a model observes, one JSON file per episode in a folder
   (:mod:`eqagen.outputs.model_inputs`, docs/models.md).
 - ``vlmevalkit`` and ``lmms-eval``: text multiple choice for those harnesses (:mod:`eqagen.outputs.harness`).
+- ``replay``: per episode, what its simulator needs to reproduce it, and a manifest (:mod:`eqagen.outputs.replay`).
 
 The benchmark formats (openeqa, vlmevalkit, lmms-eval) export the test split unless ``--split`` names
 another (``all``: every split), as a benchmark is scored on its test split: OpenEQA's evaluation asserts
@@ -27,8 +28,9 @@ from eqagen.outputs.atomic import write_text_atomic
 from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.harness import export_lmms_eval, export_vlmevalkit
 from eqagen.outputs.model_inputs import episode_reference, export_histories, export_scenegraphs
+from eqagen.outputs.replay import export_replay
 
-EXPORT_FORMATS = ("openeqa", "jsonl", "express", "history", "scenegraph", "vlmevalkit", "lmms-eval")
+EXPORT_FORMATS = ("openeqa", "jsonl", "express", "history", "scenegraph", "vlmevalkit", "lmms-eval", "replay")
 DEFAULT_SPLIT = {"openeqa": "test", "vlmevalkit": "test", "lmms-eval": "test"}  # what a benchmark is scored on
 ALL_SPLITS = "all"  # --split all: every split
 
@@ -123,6 +125,8 @@ def export(
         return export_express(out_dir, dest, split=split)
     if fmt == "history":
         return export_histories(out_dir, dest, split, max_observations)
+    if fmt == "replay":
+        return export_replay(out_dir, dest, split)
     if fmt == "vlmevalkit":
         return export_vlmevalkit(out_dir, dest, split, max_observations)
     if fmt == "lmms-eval":

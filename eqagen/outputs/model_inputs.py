@@ -17,9 +17,8 @@ from typing import Any
 
 from eqagen.core import ConfigError, Episode
 from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.history import episode_history
-from eqagen.outputs.readers import iter_episodes, read_questions
+from eqagen.outputs.readers import DatasetSource, as_dataset, iter_episodes, read_questions
 from eqagen.outputs.scenegraph import scene_graph
 from eqagen.outputs.subsample import subsample_steps
 
@@ -36,9 +35,9 @@ def check_max_observations(k: int | None) -> None:
         raise ConfigError("--max-observations", f"{k} keeps no observation", "a positive number of steps")
 
 
-def episodes_asked_about(out_dir: Path, split: str | None) -> Iterator[Episode]:
+def episodes_asked_about(source: DatasetSource, split: str | None) -> Iterator[Episode]:
     """The episodes the questions of ``split`` (or of every split) are about, in the shards' order."""
-    dataset = open_dataset(Path(out_dir))
+    dataset = as_dataset(source)
     wanted = {q.episode_id for q in read_questions(dataset, split)}
     for episode in iter_episodes(dataset):
         if episode.episode_id in wanted:

@@ -51,6 +51,9 @@ def with_choices(records: list[QARecord]) -> list[QARecord]:
 
 def write_family_dataset(out: Path) -> Path:
     episodes, records = episodes_and_records()
-    write_dataset(out, questions_table(list(records)), episodes_table(list(episodes)), {"config": {}, "seed": 3,
-                  "config_hash": "model-inputs"}, 1000)  # fmt: skip
+    n, seed, params = FAMILY_PLANS["blockworld"]
+    # the config a Minecraft replay bundle rebuilds its worlds from (the blockworld episodes' plan)
+    config = {"generation": {"family": "blockworld", "backend": "embedded", "n_episodes": n, "params": params}}
+    write_dataset(out, questions_table(list(records)), episodes_table(list(episodes)), {"config": config,
+                  "seed": seed, "config_hash": "model-inputs"}, 1000)  # fmt: skip
     return out
