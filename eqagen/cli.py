@@ -60,6 +60,7 @@ SUBCOMMAND_MODULES = [
     "eqagen.commands.alfred",
     "eqagen.commands.blockworld",
     "eqagen.commands.show",
+    "eqagen.commands.baseline",
 ]
 
 

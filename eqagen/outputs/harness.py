@@ -25,12 +25,12 @@ import io
 import json
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eqagen.core import ConfigError, DataFileError, Episode, QARecord, derive_rng
+from eqagen.core import ConfigError, DataFileError, QARecord, derive_rng
 from eqagen.outputs.atomic import write_text_atomic
 from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.history import history_text
@@ -41,6 +41,7 @@ DEFAULT_OBSERVATIONS = 50  # TAG-EQA's K
 LETTERS = string.ascii_uppercase
 COORDINATES = re.compile(r" at \(x=-?[\d.]+, y=-?[\d.]+, z=-?[\d.]+\)")  # templates.words.coords, after " at"
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
+Render = Callable[[dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class McqItem:
     record: QARecord
     options: list[str]  # sentences, in the drawn order
     answer: str  # the letter of the record's own answer
-    history: str
+    history: Any  # the episode's history as the caller rendered it (text for the exports)
 
 
 def option_sentence(answer: str) -> str:
@@ -90,8 +91,11 @@ def options_of(record: QARecord, sentences: dict[tuple[str, str], str], seed: in
     return [sentences[(record.balance_key, c)] for c in drawn], LETTERS[drawn.index(record.answer_key)]
 
 
-def mcq_items(out_dir: Path, split: str | None, max_observations: int | None) -> Iterator[McqItem]:
-    """The questions of ``split`` (all when None) as multiple choice, by question id."""
+def mcq_items(
+    out_dir: Path, split: str | None, max_observations: int | None, render: Render | None = history_text
+) -> Iterator[McqItem]:
+    """The questions of ``split`` (all when None) as multiple choice, by question id, each with its episode's
+    history (``max_observations`` steps, None: every step) as ``render`` makes it (None: no history)."""
     dataset = open_dataset(Path(out_dir))
     every = read_questions(dataset)  # options come from the whole group, whatever the split
     sentences = representatives(every)
@@ -99,19 +103,16 @@ def mcq_items(out_dir: Path, split: str | None, max_observations: int | None) ->
     if split is not None and split not in present:
         raise ConfigError("--split", f"no questions in split '{split}'", ", ".join(present))
     chosen = sorted((r for r in every if split is None or r.split == split), key=lambda r: r.question_id)
-    histories = episode_texts(iter_episodes(dataset), {r.episode_id for r in chosen}, max_observations)
+    wanted = {r.episode_id for r in chosen} if render is not None else set()
+    histories = {
+        ep.episode_id: render(history_of(ep, max_observations))
+        for ep in iter_episodes(dataset)
+        if ep.episode_id in wanted
+    }
     seed = int(dataset.manifest.seed)
     for r in chosen:
         options, letter = options_of(r, sentences, seed)
-        yield McqItem(r, options, letter, histories[r.episode_id])
-
-
-def episode_texts(episodes: Iterator[Episode], wanted: set[str], k: int | None) -> dict[str, str]:
-    return {
-        ep.episode_id: history_text(history_of(ep, k or DEFAULT_OBSERVATIONS))
-        for ep in episodes
-        if ep.episode_id in wanted
-    }
+        yield McqItem(r, options, letter, histories.get(r.episode_id))
 
 
 def question_text(record: QARecord) -> str:
@@ -135,7 +136,7 @@ def vlmevalkit_rows(items: list[McqItem]) -> tuple[list[str], list[dict[str, Any
 
 
 def export_vlmevalkit(out_dir: Path, dest: Path, split: str | None = None, max_observations: int | None = None) -> int:
-    header, rows = vlmevalkit_rows(list(mcq_items(out_dir, split, max_observations)))
+    header, rows = vlmevalkit_rows(list(mcq_items(out_dir, split, max_observations or DEFAULT_OBSERVATIONS)))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, delimiter="\t", lineterminator="\n", restval="")
     writer.writeheader()
@@ -213,7 +214,7 @@ def lmms_yaml(task: str, data_file: str, split_name: str) -> str:
 
 def export_lmms_eval(out_dir: Path, dest: Path, split: str | None = None, max_observations: int | None = None) -> int:
     """``dest/eqagen_<split>.yaml``, ``dest/utils.py`` and ``dest/eqagen_<split>.jsonl``."""
-    docs = [lmms_doc(i) for i in mcq_items(out_dir, split, max_observations)]
+    docs = [lmms_doc(i) for i in mcq_items(out_dir, split, max_observations or DEFAULT_OBSERVATIONS)]
     name = f"eqagen_{split or 'all'}"
     dest = Path(dest)
     data = dest / f"{name}.jsonl"
