@@ -1,10 +1,10 @@
 """VLMEvalKit's TSV and the lmms-eval task: read back as those harnesses read them (pandas for the TSV, the
 datasets library's json loader for lmms-eval's data file, the task's own utils.py for its prompt and score).
 
-Neither harness is installed here (VLMEvalKit is not on PyPI; lmms-eval pulls in torch): the files are
-checked against their documented columns and keys (VLMEvalKit's TextMCQDataset: ``index, question,
-answer, A, B, ...``, optional ``hint``; lmms-eval's task YAML: ``dataset_path``, ``test_split``,
-``doc_to_text``, ``doc_to_target``, ``process_results``, ``metric_list``)."""
+Neither harness runs here (VLMEvalKit is not on PyPI; lmms-eval's modules import torch and transformers): the
+files are checked against their documented columns and keys (VLMEvalKit's TextMCQDataset: ``index, question,
+answer, A, B, ...``, optional ``hint``; lmms-eval's task YAML: the fields of its ``TaskConfig``, as lmms-eval
+0.7.3's ``api/task.py`` declares them)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,19 @@ def test_option_order_is_seeded_and_varies(dataset, tsv, tmp_path):
     assert len(set(several["answer"])) > 1  # the right answer is not always in one place
 
 
+# lmms-eval 0.7.3's TaskConfig fields (lmms_eval/api/task.py): a task YAML may set these and no others
+TASK_CONFIG_FIELDS = {
+    "task", "task_alias", "tag", "group", "group_alias", "dataset_path", "dataset_name", "dataset_kwargs",
+    "training_split", "validation_split", "test_split", "fewshot_split", "full_docs", "process_results_use_image",
+    "process_docs", "doc_to_visual", "doc_to_text", "doc_to_target", "doc_to_choice", "doc_to_messages",
+    "process_results", "use_prompt", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config",
+    "num_fewshot", "metric_list", "output_type", "generation_kwargs", "repeats", "filter_list",
+    "should_decontaminate", "doc_to_decontamination_query", "cluster_key", "score_key", "metadata",
+    "lmms_eval_specific_kwargs", "model_specific_generation_kwargs", "model_specific_target_kwargs",
+    "reasoning_tags", "auto_strip_thinking",
+}  # fmt: skip
+
+
 def load_task_yaml(path):
     """The task YAML with lmms-eval's ``!function module.name`` tag resolved to the module beside it."""
 
@@ -100,6 +113,7 @@ def test_lmms_eval_task_loads_and_scores_through_its_own_functions(dataset, tmp_
     n = export(dataset, "lmms-eval", tmp_path / "task", split="test", max_observations=10)
     config = load_task_yaml(tmp_path / "task" / "eqagen_test.yaml")
     assert {"task", "dataset_path", "test_split", "doc_to_text", "doc_to_target", "process_results"} <= set(config)
+    assert set(config) <= TASK_CONFIG_FIELDS
     docs = load_dataset(config["dataset_path"], **config["dataset_kwargs"])[config["test_split"]]
     assert len(docs) == n == sum(r.split == "test" for r in records_by_id().values())
     doc = docs[0]
