@@ -120,10 +120,17 @@ def draw_answer(ax, record: QARecord) -> None:
         p = np.array([r.position for r, _ in items])
         ax.plot(p[:, 0], p[:, 2], "o", markerfacecolor="none", markeredgecolor=COLORS["answer"], markersize=13,
                 markeredgewidth=2.2, zorder=8, label="answer object")  # fmt: skip
+        clusters: list[list[float]] = []  # [x, z, lines]: answer objects within 2 * LABEL_GAP share one label column
         for r, group_value in items:  # with several groups, each item says which answer it belongs to
             text = r.caption + (f": {r.value}" if r.value else "") + (f" [{group_value}]" if group_value else "")
-            ax.annotate(text, (r.position[0], r.position[2]), xytext=(8, 6), textcoords="offset points", fontsize=8,
+            x, z = r.position[0], r.position[2]
+            home = next((c for c in clusters if np.hypot(x - c[0], z - c[1]) < 2 * LABEL_GAP), None)
+            if home is None:
+                home = [x, z, 0]
+                clusters.append(home)
+            ax.annotate(text, (home[0], home[1]), xytext=(8, 6 + 11 * home[2]), textcoords="offset points", fontsize=8,
                         fontweight="bold", color="#2D6B3A", zorder=9)  # fmt: skip
+            home[2] += 1
 
 
 def title(record: QARecord) -> str:
