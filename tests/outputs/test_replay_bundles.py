@@ -104,3 +104,18 @@ def test_minecraft_teleports_walk_the_native_path():
     assert len(lines) == ep.n_steps
     native = ep.frame.to_native(ep.steps.pose[:, :3].astype(float))
     assert np.allclose([[float(v) for v in line.split()[2:5]] for line in lines], native, atol=1e-3)
+
+
+def test_a_minecraft_bundle_without_the_run_config_is_refused(tmp_path):
+    """A folder whose manifest has no generation config cannot rebuild its worlds: one error naming the key."""
+    from eqagen.core import DataFileError
+    from eqagen.outputs.folder import write_dataset
+    from eqagen.outputs.schemas import episodes_table, questions_table
+
+    episodes, records = episodes_and_records()
+    blocks = [e for e in episodes if e.family == "blockworld"]
+    asked = [r for r in records if r.family == "blockworld"]
+    write_dataset(tmp_path / "ds", questions_table(asked), episodes_table(blocks), {"config": {}, "seed": 3,
+                  "config_hash": "no-config"}, 1000)  # fmt: skip
+    with pytest.raises(DataFileError, match=r"config\.generation"):
+        export(tmp_path / "ds", "replay", tmp_path / "bundles")
