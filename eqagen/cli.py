@@ -60,6 +60,8 @@ SUBCOMMAND_MODULES = [
     "eqagen.commands.alfred",
     "eqagen.commands.blockworld",
     "eqagen.commands.score",
+    "eqagen.commands.show",
+    "eqagen.commands.baseline",
 ]
 
 

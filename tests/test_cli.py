@@ -93,6 +93,8 @@ COMMANDS = {
     "alfred": {"film", "index", "replay"},
     "blockworld": {"inspect"},
     "score": set(),
+    "show": set(),
+    "baseline": set(),
 }
 
 
@@ -307,9 +309,10 @@ def test_demo_exports_to_openeqa_and_jsonl(demo_run, tmp_path) -> None:
     from eqagen.core import OPENEQA_CATEGORIES
 
     oe, test_rows = tmp_path / "oe.json", tmp_path / "t.jsonl"
-    assert run_eqagen("export", str(demo_run), "--format", "openeqa", "--out", str(oe)).returncode == 0
+    proc = run_eqagen("export", str(demo_run), "--format", "openeqa", "--out", str(oe))
+    assert proc.returncode == 0 and "split test" in proc.stderr  # a benchmark's file is its test split
     items = json.loads(oe.read_text())
-    n = sum(json.loads((demo_run / "stats.json").read_text())["dataset"]["questions"]["per_split"].values())
+    n = json.loads((demo_run / "stats.json").read_text())["dataset"]["questions"]["per_split"]["test"]
     assert len(items) == n and {i["category"] for i in items} <= set(OPENEQA_CATEGORIES)
     proc = run_eqagen("export", str(demo_run), "--format", "jsonl", "--split", "test", "--out", str(test_rows))
     assert proc.returncode == 0

@@ -15,8 +15,8 @@ from eqagen.commands.audit_run import (
     failed_criteria,
     validity_checks,
 )
-from eqagen.core import DataFileError
-from eqagen.outputs.exports import EXPORT_FORMATS, export
+from eqagen.core import ConfigError, DataFileError
+from eqagen.outputs.exports import EXPORT_FORMATS, chosen_split, export
 from eqagen.outputs.report import write_report
 
 
@@ -39,14 +39,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="export a dataset to another benchmark's format",
         description="Write a dataset's questions in another benchmark's format. openeqa: OpenEQA's JSON list "
         "(any world family); jsonl: every column, one JSON object per line; express: EXPRESS-Bench's records, "
-        "for navigation episodes only (a household or blockworld dataset has none to export).",
+        "for navigation episodes only (a household or blockworld dataset has none to export). history and "
+        "scenegraph write what a model observes, one JSON file per episode into the folder --out; vlmevalkit "
+        "(a TSV) and lmms-eval (a task folder) write text multiple choice with each episode's history; replay "
+        "writes what each episode's simulator needs to reproduce it (docs/models.md).",
     )
     exp.add_argument("dir", type=Path, help="an eqagen output directory")
     exp.add_argument("--format", required=True, choices=EXPORT_FORMATS,
-                     help="openeqa (OpenEQA JSON), jsonl (every column) or express (EXPRESS-Bench: navigation "
-                     "datasets only)")  # fmt: skip
-    exp.add_argument("--split", help="only this split (train, val or test)")
-    exp.add_argument("--out", type=Path, required=True, help="the file to write (refused if it exists)")
+                     help="openeqa (OpenEQA JSON), jsonl (every column), express (EXPRESS-Bench: navigation "
+                     "datasets only), history (per-episode step histories), scenegraph (per-episode "
+                     "ConceptGraphs-style scene graphs), vlmevalkit (TSV), lmms-eval (task folder), replay "
+                     "(per-episode simulator bundles)")  # fmt: skip
+    exp.add_argument("--split", help="only this split (train, val, test, or all); openeqa, vlmevalkit and lmms-eval "
+                     "export test unless told, the others every split")  # fmt: skip
+    exp.add_argument("--out", type=Path, required=True,
+                     help="the file to write, or the folder for history, scenegraph, lmms-eval and replay "
+                     "(refused if it exists)")  # fmt: skip
+    exp.add_argument("--max-observations", type=int, metavar="K",
+                     help="history: keep K observations as TAG-EQA does (every event kept, every object seen "
+                     "once); default: every step (vlmevalkit, lmms-eval: 50)")  # fmt: skip
+    exp.add_argument("--at-step", type=int, metavar="T", help="scenegraph: the graph at step T (default: the last)")
     exp.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     exp.set_defaults(func=run_export)
 
@@ -83,8 +95,24 @@ def refuse_existing(path: Path, overwrite: bool) -> None:
         raise DataFileError(path, None, "already exists", "pass --overwrite to replace it, or choose another --out")
 
 
+# options that only some formats read: given with another format they would be silently ignored
+FORMAT_OPTIONS = {"max_observations": ("history", "vlmevalkit", "lmms-eval"), "at_step": ("scenegraph",)}
+
+
+def check_format_options(args: argparse.Namespace) -> None:
+    for option, formats in FORMAT_OPTIONS.items():
+        if getattr(args, option) is not None and args.format not in formats:
+            flag = "--" + option.replace("_", "-")
+            raise ConfigError(flag, f"is read by --format {', '.join(formats)} only; drop it", ", ".join(formats))
+
+
 def run_export(args: argparse.Namespace) -> int:
+    check_format_options(args)
     refuse_existing(args.out, args.overwrite)
-    n = export(args.dir, args.format, args.out, split=args.split)
-    print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    n = export(
+        args.dir, args.format, args.out, split=args.split, max_observations=args.max_observations, at_step=args.at_step
+    )
+    what = "episodes" if args.format in ("history", "scenegraph", "replay") else "records"
+    split = chosen_split(args.format, args.split)
+    print(f"wrote {n} {what} ({f'split {split}' if split else 'every split'}) to {args.out}", file=sys.stderr)
     return 0

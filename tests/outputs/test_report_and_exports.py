@@ -53,7 +53,7 @@ def test_openeqa_export_has_exactly_openeqa_keys_and_types(dataset, tmp_path, re
     reference = json.loads((realdata / "open_eqa" / "open-eqa-v0.json").read_text())
     ref_types = {k: type(v) for item in reference for k, v in item.items()}
     allowed_keysets = {tuple(sorted(item)) for item in reference}
-    n = export(dataset, "openeqa", tmp_path / "oe.json")
+    n = export(dataset, "openeqa", tmp_path / "oe.json", split="all")
     ours = json.loads((tmp_path / "oe.json").read_text())
     assert n == len(ours) == load_dataset_folder(dataset).read("questions").num_rows
     assert {tuple(sorted(item)) for item in ours} <= allowed_keysets

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from eqagen.core import ConfigError, Episode, derive_rng, derive_seed
+from eqagen.core import ConfigError, DataFileError, Episode, derive_rng, derive_seed
 from eqagen.core.limits import MAX_SCENES, checked_count
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.blockworld.embedded import generate_world
@@ -76,9 +76,11 @@ class EmbeddedBlockworld:
             )
         return _episode_specs(self.backend, scenes, n_episodes, seed)
 
+    def world(self, spec: EpisodeSpec) -> BlockWorld:
+        return generate_world(spec.params["biome"], int(spec.params["world_seed"]), spec.scene_id)
+
     def run(self, spec: EpisodeSpec) -> Episode:
-        world = generate_world(spec.params["biome"], int(spec.params["world_seed"]), spec.scene_id)
-        return walk_world(world, spec)
+        return walk_world(self.world(spec), spec)
 
 
 @register_backend("blockworld", "world-file")
@@ -122,14 +124,27 @@ class WorldFileBlockworld:
             )
         return scenes
 
-    def run(self, spec: EpisodeSpec) -> Episode:
+    def world(self, spec: EpisodeSpec) -> BlockWorld:
         p = spec.params
         if "path" in p:
             world = load_world(p["path"])
             world.scene_id = spec.scene_id
-        else:
-            root = Path(p["pqb_root"])
-            env = read_env_specs(root / SPEC_CSV)[int(p["spec_index"])]
-            mobs = read_mob_specs(root / MOB_FILE) if (root / MOB_FILE).exists() else {}
-            world = assemble_environment(env, root / "structures", mobs, int(p["world_seed"]), p["on_missing"])
-        return walk_world(world, spec)
+            return world
+        root = Path(p["pqb_root"])
+        env = read_env_specs(root / SPEC_CSV)[int(p["spec_index"])]
+        mobs = read_mob_specs(root / MOB_FILE) if (root / MOB_FILE).exists() else {}
+        return assemble_environment(env, root / "structures", mobs, int(p["world_seed"]), p["on_missing"])
+
+    def run(self, spec: EpisodeSpec) -> Episode:
+        return walk_world(self.world(spec), spec)
+
+
+def world_of_scene(backend: str, seed: int, params: dict[str, Any], n_episodes: int, scene_id: str) -> BlockWorld:
+    """The world of one scene of a run, rebuilt from the run's backend, seed, params and episode count (the
+    run's plan names each scene's world)."""
+    planner = EmbeddedBlockworld() if backend == "embedded" else WorldFileBlockworld()
+    for spec in planner.plan(n_episodes, seed, params):
+        if spec.scene_id == scene_id:
+            return planner.world(spec)
+    raise DataFileError("manifest.json", "config.generation", f"its plan has no scene '{scene_id}'",
+                        "export from the dataset folder that holds this episode")  # fmt: skip

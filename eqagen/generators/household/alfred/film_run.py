@@ -23,7 +23,7 @@ from eqagen.generators.household.agent import AgentConfig, FilmAgent
 from eqagen.generators.household.alfred.catalog import SceneCatalog
 from eqagen.generators.household.alfred.film import FilmParse, parse_matches
 from eqagen.generators.household.alfred.goals import AlfredGoal, AlfredStateTracker, goal_satisfied
-from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout
+from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout, scene_record, task_record
 from eqagen.generators.household.alfred.scene_build import AlfredScene, build_alfred_scene
 from eqagen.generators.household.alfred.state import world_metadata
 from eqagen.generators.household.tasks import AlfredTask
@@ -97,6 +97,8 @@ def run_film_episode(
         "stop_reason": reason,
         "n_failures": agent.failures,
         "loops": count_loops(world.s_pose[: world.n_steps]),
+        "alfred_scene": scene_record(traj),  # what a replay in AI2-THOR restores (eqagen export --format replay)
+        "alfred_task": task_record(traj),
     }
     task = {"source": "alfred", "task_id": traj.task_id, "floor_plan": traj.floor_plan, **parse.goal().to_dict()}
     episode_id = make_episode_id("alfred", traj.floor_plan, seed, "film", relpath, repeat_idx)

@@ -241,6 +241,32 @@ def read_trajectory(path: str | os.PathLike[str]) -> AlfredTrajectory:
     )
 
 
+def _xyz(values: tuple[float, float, float]) -> dict[str, float]:
+    return dict(zip("xyz", values))
+
+
+def scene_record(traj: AlfredTrajectory) -> dict[str, Any]:
+    """The trajectory's ``scene`` in ALFRED's own layout (what a replay restores): recorded in the episode's
+    meta, so that a replay bundle is written from the episode alone."""
+    return {
+        "floor_plan": traj.floor_plan,
+        "scene_num": traj.scene_num,
+        "object_poses": [
+            {"objectName": p.object_name, "position": _xyz(p.position), "rotation": _xyz(p.rotation)}
+            for p in traj.object_poses
+        ],
+        "object_toggles": traj.object_toggles,
+        "dirty_and_empty": traj.dirty_and_empty,
+        "init_action": traj.init_action,
+        "random_seed": traj.random_seed,
+    }
+
+
+def task_record(traj: AlfredTrajectory) -> dict[str, Any]:
+    """``task_type`` and ``pddl_params`` where the split publishes them (none on the test split)."""
+    return {"task_type": traj.task_type, "pddl_params": traj.pddl_params} if traj.task_type else {}
+
+
 def iter_trajectory_paths(root: str | os.PathLike[str]) -> Iterator[Path]:
     """Every ``traj_data.json`` under ``root`` in a stable (sorted) order, streamed directory by directory."""
     root = Path(root)

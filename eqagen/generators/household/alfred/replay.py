@@ -17,7 +17,7 @@ from typing import Any
 from eqagen.core import Episode, make_episode_id
 from eqagen.generators.household.alfred.goals import AlfredGoal, AlfredStateTracker, goal_satisfied
 from eqagen.generators.household.alfred.ids import IdResolver
-from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout, read_layout
+from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout, read_layout, scene_record, task_record
 from eqagen.generators.household.alfred.scene_build import AlfredScene, build_alfred_scene
 from eqagen.generators.household.alfred.state import world_metadata
 from eqagen.generators.household.world import HouseholdWorld
@@ -54,6 +54,8 @@ def make_world(alfred_scene: AlfredScene, n_actions: int) -> tuple[HouseholdWorl
 def _step(world: HouseholdWorld, resolver: IdResolver, api: dict[str, Any]) -> tuple[bool, str, dict]:
     args = {k: v for k, v in api.items() if k != "action" and k not in ID_KEYS}
     ids = {k: resolver.resolve(api[k]) for k in ID_KEYS if k in api}
+    if ids:  # ALFRED's own objectIds kept in the step's args: a replay in AI2-THOR needs them as written
+        args["alfred_ids"] = {k: api[k] for k in ID_KEYS if k in api}
     result = world.step(api["action"], **ids, **args)
     return result.success, result.error, ids
 
@@ -109,6 +111,8 @@ def replay_trajectory(
         "added_cells": scene.added_cells,
         "skipped_types": scene.skipped_types,
         "parent_source": dict(sorted(scene.parent_source.items())),
+        "alfred_scene": scene_record(traj),
+        "alfred_task": task_record(traj),
     }
     episode_id = make_episode_id("alfred", traj.floor_plan, seed, "expert", relpath)
     return world.to_episode(episode_id, "alfred", seed, episode_task(traj, goal), meta), fid
