@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     exp.add_argument("--format", required=True, choices=EXPORT_FORMATS,
                      help="openeqa (OpenEQA JSON), jsonl (every column) or express (EXPRESS-Bench: navigation "
                      "datasets only)")  # fmt: skip
-    exp.add_argument("--split", help="only this split (train, val or test)")
+    exp.add_argument("--split", help="only this split (train, validation or test; val means validation)")
     exp.add_argument("--out", type=Path, required=True, help="the file to write (refused if it exists)")
     exp.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     exp.set_defaults(func=run_export)
@@ -73,7 +73,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.report:
-        write_report(full, args.report)
+        write_report(full, args.report, manifest=json.loads((args.dir / "manifest.json").read_text(encoding="utf-8")))
     return 0 if all(c.ok for c in checks) else 1
 
 

@@ -11,8 +11,9 @@ from rich.table import Table
 from eqagen.config import PipelineConfig
 from eqagen.flows.pipeline import RunSummary
 
-STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "split", "paraphrase",
-               "write", "audit")  # fmt: skip
+# The stages in the order a run runs them (the summary's table lists them so).
+STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "ask", "read", "balance", "compose", "split",
+               "paraphrase", "write", "audit")  # fmt: skip
 
 
 class BatchProgress:

@@ -63,13 +63,12 @@ def test_openeqa_export_has_exactly_openeqa_keys_and_types(dataset, tmp_path, re
 
 
 def test_jsonl_export_of_one_split(dataset, tmp_path):
-    n = export(dataset, "jsonl", tmp_path / "val.jsonl", split="val")
+    n = export(dataset, "jsonl", tmp_path / "val.jsonl", split="val")  # val: the synonym of validation
     lines = (tmp_path / "val.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
-    assert n == len(rows) > 0 and {r["split"] for r in rows} == {"val"}
-    expected = sorted(
-        r["question_id"] for r in load_dataset_folder(dataset).read("questions").to_pylist() if r["split"] == "val"
-    )
+    assert n == len(rows) > 0 and {r["split"] for r in rows} == {"validation"}
+    table = load_dataset_folder(dataset).read("questions").to_pylist()
+    expected = sorted(r["question_id"] for r in table if r["split"] == "validation")
     assert [r["question_id"] for r in rows] == expected
 
 
@@ -95,3 +94,31 @@ def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset
                 pool.close(cancel=False)
         pages.append((out / "report.html").read_text())
     assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9
+
+
+def test_every_rejection_reason_a_stage_defines_has_a_meaning_in_the_report():
+    from eqagen.curation.balance import REASONS as BALANCE_REASONS
+    from eqagen.outputs.report import REJECTION_REASONS, rejection_glossary
+    from eqagen.predicates.validity import RULES
+
+    defined = {*(r for r in BALANCE_REASONS if r != "kept"), *RULES, "not_chosen"}
+    assert defined <= {r for r, meaning in REJECTION_REASONS.items() if meaning}
+    funnel = {"balance": {"rejected": {"surplus_scene": 3, "made_up": 1}}, "ask": {"rejected": {"empty_answer": 2}}}
+    assert rejection_glossary(funnel) == [
+        ("empty_answer", REJECTION_REASONS["empty_answer"]), ("made_up", ""),
+        ("surplus_scene", REJECTION_REASONS["surplus_scene"]),
+    ]  # fmt: skip
+
+
+def test_the_report_says_how_it_was_made_and_lists_splits_and_funnel_in_run_order(dataset):
+    from eqagen.config import load_config, resolved
+    from eqagen.outputs.report import render_report
+
+    stats = json.loads((dataset / "stats.json").read_text())
+    stats["funnel"] = {"split": {"in": 9, "out": 9}, "ask": {"in": 20, "out": 9}, "programs": {"in": 30, "out": 20}}
+    manifest = {"seed": 3, "config": resolved(load_config("demo", ["balance.records=900"])), "versions": {}}
+    page = render_report(stats, plots=[], manifest=manifest)
+    assert "<pre>eqagen generate demo --out OUT --seed 3 --set &#39;balance.records=900&#39;</pre>" in page
+    rows = [page.index(f'<tr><th>{s}</th><td class="num">') for s in ("train", "validation", "test")]
+    assert rows == sorted(rows)
+    assert page.index("<td>programs</td>") < page.index("<td>ask</td>") < page.index("<td>split</td>")
