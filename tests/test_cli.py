@@ -330,13 +330,14 @@ def test_demo_card_passes_the_hub_card_checks_and_loads_by_split(demo_run, tmp_p
     configs = MetadataConfigs.from_dataset_card_data(data)
     assert configs.get_default_config_name() == "questions"
     infos = DatasetInfosDict.from_dataset_card_data(data)
-    assert {n: s.num_examples for n, s in infos["questions"].splits.items()} == rows["questions"]
-    assert {n: s.num_examples for n, s in infos["episodes"].splits.items()} == {"full": rows["episodes"]}
+    assert set(infos) == {"questions", "episodes"}
     validation = datasets.load_dataset(str(demo_run), split="validation", cache_dir=str(tmp_path / "hf"))
     assert validation.num_rows == rows["questions"]["validation"] and set(validation["split"]) == {"validation"}
     assert validation.features == infos["questions"].features  # what the card declares is what is read
     episodes = datasets.load_dataset(str(demo_run), "episodes", split="full", cache_dir=str(tmp_path / "hf"))
-    assert episodes.num_rows == rows["episodes"]
+    assert episodes.num_rows == rows["episodes"] and episodes.features == infos["episodes"].features
+    everything = datasets.load_dataset(str(demo_run), cache_dir=str(tmp_path / "hf"))
+    assert {s: d.num_rows for s, d in everything.items()} == rows["questions"]
     # the body: every column described, every criterion with its verdict, the command that made it
     for name in [*QUESTIONS_SCHEMA.names, *EPISODES_SCHEMA.names]:
         assert re.search(rf"^\| `{name}` \| [^|]+ \| \w", card.text, re.MULTILINE), name

@@ -3,8 +3,8 @@
 The YAML front matter carries the Hub's metadata fields (licence, language, size category, creators,
 source datasets, task categories) and declares two configs: ``questions`` (the default) with its splits
 ``train``, ``validation`` and ``test`` (``questions/<split>-*.parquet``), and ``episodes`` with one split,
-``full`` (every split's questions read the same episodes), each with the features of every column and the
-examples per split, so that ``datasets.load_dataset(DIR, split="validation")`` and
+``full`` (every split's questions read the same episodes), each with the features of every column, so
+that ``datasets.load_dataset(DIR, split="validation")`` and
 ``load_dataset(DIR, "episodes")`` work. The body (``templates/report/card.md.j2``) says what every field
 holds, how the dataset was made, what the audit measured, its limitations, the licences of any real data
 used and how to cite it.
@@ -161,7 +161,6 @@ def front_matter(stats: Mapping[str, Any], manifest: Mapping[str, Any], question
     config = manifest.get("config", {})
     per_split = stats["dataset"]["questions"]["per_split"]
     splits = [s for s in SPLITS if s in per_split] or sorted(per_split)
-    n_episodes = stats["dataset"]["episodes"]["episodes"]
     used = real_data(config)
     meta = {
         "license": LICENSE,
@@ -183,16 +182,9 @@ def front_matter(stats: Mapping[str, Any], manifest: Mapping[str, Any], question
             {"config_name": "episodes", "data_files": [{"split": EPISODES_SPLIT, "path": "episodes/*.parquet"}]},
         ],
         "dataset_info": [
-            {
-                "config_name": "questions",
-                "features": _features(questions_schema),
-                "splits": [{"name": s, "num_examples": int(per_split[s])} for s in splits],
-            },
-            {
-                "config_name": "episodes",
-                "features": _features(episodes_schema),
-                "splits": [{"name": EPISODES_SPLIT, "num_examples": int(n_episodes)}],
-            },
+            # no `splits`: `datasets` wants each split's Arrow size beside its count, which only it computes
+            {"config_name": "questions", "features": _features(questions_schema)},
+            {"config_name": "episodes", "features": _features(episodes_schema)},
         ],
     }
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, width=1000) + "---\n"
