@@ -74,16 +74,26 @@ def bar_plot(title: str, counts: Mapping[str, float], top: int = 20, targets: Ma
     return _png(fig)
 
 
-def _draw_targets(ax: Any, labels: list[str], values: list[float], targets: Mapping[str, float]) -> None:
+def target_marks(
+    labels: list[str], values: list[float], targets: Mapping[str, float]
+) -> list[tuple[int, float, float, float, bool]]:
+    """Per bar with a target: its position, the target, the bounds (:func:`share_bounds`) in the bars' unit
+    (shares times the total), and whether the bar is within them."""
     total = sum(values)
+    marks = []
     for y, (label, value) in enumerate(zip(labels, values)):
-        if label not in targets:
-            continue
-        low, high = share_bounds(targets[label], int(total))
-        met = low - 1e-9 <= value / max(total, 1) <= high + 1e-9
+        if label in targets:
+            low, high = share_bounds(targets[label], int(total))
+            met = low - 1e-9 <= value / max(total, 1) <= high + 1e-9
+            marks.append((y, targets[label] * total, low * total, high * total, met))
+    return marks
+
+
+def _draw_targets(ax: Any, labels: list[str], values: list[float], targets: Mapping[str, float]) -> None:
+    for y, target, low, high, met in target_marks(labels, values, targets):
         colour = "#2a9d2a" if met else "#c00000"
-        ax.plot([targets[label] * total] * 2, [y - 0.4, y + 0.4], color=colour, linewidth=2.5)
-        ax.plot([low * total, high * total], [y, y], color=colour, linewidth=1, alpha=0.7)
+        ax.plot([target] * 2, [y - 0.4, y + 0.4], color=colour, linewidth=2.5)
+        ax.plot([low, high], [y, y], color=colour, linewidth=1, alpha=0.7)
     ax.plot([], [], color="#2a9d2a", linewidth=2.5, label="target (met; line: bounds)")
     ax.plot([], [], color="#c00000", linewidth=2.5, label="target (missed)")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.6 / len(labels)), ncol=2, frameon=False)

@@ -122,3 +122,14 @@ def test_the_report_says_how_it_was_made_and_lists_splits_and_funnel_in_run_orde
     rows = [page.index(f'<tr><th>{s}</th><td class="num">') for s in ("train", "validation", "test")]
     assert rows == sorted(rows)
     assert page.index("<td>programs</td>") < page.index("<td>ask</td>") < page.index("<td>split</td>")
+
+
+def test_plot_targets_are_marked_met_or_missed_by_the_audits_bounds():
+    from eqagen.outputs.report import target_marks
+
+    # 10,000 items: bounds are +-0.03; a at 0.5 (target 0.5) met, b at 0.3 (target 0.2) missed, c has no target
+    marks = target_marks(["a", "b", "c"], [5000.0, 3000.0, 2000.0], {"a": 0.5, "b": 0.2})
+    assert [(y, round(t), met) for y, t, _, _, met in marks] == [(0, 5000, True), (1, 2000, False)]
+    assert [(round(lo), round(hi)) for _, _, lo, hi, _ in marks] == [(4700, 5300), (1700, 2300)]
+    # 100 items: b's 0.3 is within what 100 draws at 0.2 give (the 99% interval reaches 0.31)
+    assert [met for *_, met in target_marks(["a", "b"], [70.0, 30.0], {"a": 0.8, "b": 0.2})] == [True, True]
