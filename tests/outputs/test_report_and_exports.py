@@ -133,3 +133,17 @@ def test_plot_targets_are_marked_met_or_missed_by_the_audits_bounds():
     assert [(round(lo), round(hi)) for _, _, lo, hi, _ in marks] == [(4700, 5300), (1700, 2300)]
     # 100 items: b's 0.3 is within what 100 draws at 0.2 give (the 99% interval reaches 0.31)
     assert [met for *_, met in target_marks(["a", "b"], [70.0, 30.0], {"a": 0.8, "b": 0.2})] == [True, True]
+
+
+def test_the_report_renders_episodes_without_tasks_or_actions(dataset):
+    # a blockworld run has no tasks: its success rate is null (pqb-minecraft's report failed on it)
+    from eqagen.outputs.report import render_report
+
+    stats = json.loads((dataset / "stats.json").read_text())
+    episodes = stats["dataset"]["episodes"]
+    episodes.update(task_success_rate=None, loop_share=None, action_failure_rate=None)
+    page = render_report(stats, plots=[])
+    assert "ended with their task done" not in page and "a loop" not in page
+    episodes.update(task_success_rate=0.5, loop_share=0.25, action_failure_rate=0.031)
+    page = render_report(stats, plots=[])
+    assert "50% of the episodes ended with their task done" in page and "3.1% failed" in page
