@@ -134,7 +134,7 @@ def unseen_bounds(unseen_fraction: float, split_by: str) -> tuple[float, float]:
 
 
 def unseen_share(questions: pa.Table, targets: MethodTargets) -> Criterion:
-    """For val and for test, the share of records whose scene no train record uses."""
+    """For validation and for test, the share of records whose scene no train record uses."""
     name = "unseen_share"
     if targets.split_file:
         return not_applicable(name, "n/a", "the split was read from a split file")
@@ -200,7 +200,7 @@ def share_bounds(target: float, n: int) -> tuple[float, float]:
     if n:
         low_count, high_count = binom.interval(MIX_CONFIDENCE, n, target)
         low, high = min(low, low_count / n), max(high, high_count / n)
-    return max(round(low, 6), 0.0), min(round(high, 6), 1.0)
+    return float(max(round(low, 6), 0.0)), float(min(round(high, 6), 1.0))
 
 
 def judged_shares(counts: Counter, targets: Mapping[str, float]) -> dict[str, dict[str, Any]]:
