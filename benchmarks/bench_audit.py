@@ -39,7 +39,7 @@ def synthetic_questions(n: int, n_episodes: int, rng: np.random.Generator) -> pa
         "episode_id": [f"ep{e}" for e in ep],
         "scene_id": [f"scene{e % 300}" for e in ep],
         "family": ["household"] * n, "backend": ["embedded"] * n,
-        "split": rng.choice(["train", "val", "test"], n, p=[0.7, 0.15, 0.15]),
+        "split": rng.choice(["train", "validation", "test"], n, p=[0.7, 0.15, 0.15]),
         "query_type": rng.choice(["count", "listObjects", "getState", "getProperty", "getLocation"], n),
         "answer_type": rng.choice(["number", "yes/no", "color"], n),
         "answer_key": answer_keys,
@@ -71,7 +71,7 @@ def synthetic_episodes(n: int, rng: np.random.Generator) -> pa.Table:
 
 def write(out: Path, questions: pa.Table, episodes: pa.Table, rows_per_shard: int = 20_000) -> None:
     shards = {}
-    for split in ("train", "val", "test"):
+    for split in ("train", "validation", "test"):
         part = questions.filter(pa.compute.equal(questions["split"], split))
         for i, start in enumerate(range(0, part.num_rows, rows_per_shard)):
             rel = f"questions/split={split}/part-{i:05d}.parquet"

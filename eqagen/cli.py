@@ -155,7 +155,7 @@ def run_generate(args: argparse.Namespace) -> int:
             run_log(out_dir) as log,
             BatchProgress(n_batches, done, config.runner.progress, log.console) as progress,
         ):
-            summary = _run(config, out_dir, progress.advance, log)
+            summary = _run(config, out_dir, progress.advance, log, progress.stage)
         if args.clean:
             remove_run_state(out_dir)
     print_summary(summary, config, time.perf_counter() - start, run_state_bytes(out_dir))
@@ -178,11 +178,11 @@ def with_usable_workers(config: PipelineConfig) -> PipelineConfig:
     return config.model_copy(update={"runner": runner.model_copy(update={"workers": usable})})
 
 
-def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog) -> Any:
+def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog, on_stage: Any = None) -> Any:
     if config.runner.kind == "inline":
         from eqagen.flows.pipeline import generate_inline
 
-        return generate_inline(config, out_dir, on_batch=on_batch)
+        return generate_inline(config, out_dir, on_batch=on_batch, on_stage=on_stage)
     from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port, sigterm_as_exit
     from eqagen.outputs.folder import state_dir
 
@@ -197,7 +197,9 @@ def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog) -> A
             from eqagen.flows.stages import warm_imports
 
             warm_imports(config)
-            return run_with_prefect(config, out_dir, home, on_batch, server=server, started_at=started)
+            return run_with_prefect(
+                config, out_dir, home, on_batch, server=server, started_at=started, on_stage=on_stage
+            )
         finally:
             server.stop()
 

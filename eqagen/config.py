@@ -6,7 +6,8 @@ sections of the stages that define their own pydantic models (``questions``, ``b
 is validated and an unknown one is rejected by name.
 
 Presets are YAML files in ``eqagen/presets``; ``load_config("demo")`` and ``load_config("my.yaml")``
-both work, and ``--set generation.n_episodes=10`` overrides any key.
+both work, and ``--set generation.n_episodes=10`` overrides any key (a key of a mapping such as
+``questions.query_mix.count=0.5`` is merged into it; :func:`apply_override`).
 
 Counts are strict integers with stated maxima (:mod:`eqagen.core.limits`): ``n_episodes: true`` is an
 error, not 1. The YAML is read without anchors and aliases (a few lines of nested aliases expand to
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -235,20 +236,58 @@ def read_config_source(preset_or_path: str) -> tuple[dict[str, Any], str]:
     return read_preset(name), f"preset {name}"
 
 
+def _mapping_default(parts: list[str]) -> dict[Any, Any] | None:
+    """The default of the config field at ``parts`` where that field is a mapping (``questions.query_mix``),
+    else None (a section, a scalar, or no field of the config)."""
+    current: Any = PipelineConfig
+    for i, part in enumerate(parts):
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        if get_origin(field.annotation) is dict:
+            return field.get_default(call_default_factory=True) if i == len(parts) - 1 else None
+        current = field.annotation
+    return None
+
+
+def _merge_key(mapping: dict[Any, Any], key: str, default: dict[Any, Any], where: str) -> Any:
+    """The key of ``mapping`` that ``key`` names (``1`` for ``"1"``); ConfigError where neither the mapping nor
+    its default knows it (a mapping whose default is empty, such as ``generation.params``, takes any key)."""
+    known = {str(k): k for k in [*default, *mapping]}
+    if key in known:
+        return known[key]
+    if not default:
+        return key
+    raise ConfigError(
+        f"{where}.{key}", "unknown key of the mapping", f"{', '.join(known)}; to replace the whole mapping, "
+        f"--set {where}='{{name: value, ...}}'", "--set"
+    )  # fmt: skip
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
-    """``a.b.c=value`` (value parsed as YAML: numbers, booleans, lists) set in nested ``data``."""
+    """``a.b.c=value`` (value parsed as YAML: numbers, booleans, lists, mappings) set in nested ``data``.
+
+    A key of a mapping field (``questions.query_mix.count=0.5``) is merged into the mapping as the config
+    has it (the preset's, else the default), so its other keys stay; a key the mapping does not know is an
+    error. The whole mapping is replaced only by naming the mapping itself:
+    ``questions.query_mix='{count: 1, exists: 1}'``."""
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():
         raise ConfigError(assignment, "an override must look like key.sub=value", None, "--set")
     parts = key.strip().split(".")
     node = data
-    for part in parts[:-1]:
-        child = node.setdefault(part, {})
+    for depth, part in enumerate(parts[:-1]):
+        default = _mapping_default(parts[: depth + 1])
+        child = node.setdefault(part, dict(default) if default is not None else {})
         if not isinstance(child, dict):
             raise ConfigError(key, f"'{part}' is not a section", None, "--set")
         node = child
+    last = parts[-1]
+    parent_default = _mapping_default(parts[:-1]) if len(parts) > 1 else None
+    if parent_default is not None:
+        last = _merge_key(node, last, parent_default, ".".join(parts[:-1]))
     try:
-        node[parts[-1]] = parse_yaml(raw) if raw.strip() else ""
+        node[last] = parse_yaml(raw) if raw.strip() else ""
     except RecursionError:
         raise ConfigError(key, "the value is nested too deeply", None, "--set") from None
     except yaml.YAMLError as err:

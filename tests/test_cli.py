@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -298,11 +299,57 @@ def test_demo_card_front_matter_names_every_split_and_column(demo_run) -> None:
     text = (demo_run / "README.md").read_text()
     front = yaml.safe_load(text.split("---\n")[1])
     questions = next(c for c in front["configs"] if c["config_name"] == "questions")
-    assert {d["split"] for d in questions["data_files"]} == {"train", "val", "test"}
+    assert {d["split"] for d in questions["data_files"]} == {"train", "validation", "test"}
     features = next(i for i in front["dataset_info"] if i["config_name"] == "questions")["features"]
     from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 
     assert [f["name"] for f in features] == QUESTIONS_SCHEMA.names
+
+
+def test_demo_card_passes_the_hub_card_checks_and_loads_by_split(demo_run, tmp_path) -> None:
+    """huggingface_hub's DatasetCard loader, the Hub's value lists that ``datasets`` ships, the configs and
+    dataset_info parsed as ``datasets`` parses them, and ``load_dataset`` by split name."""
+    import datasets
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+
+    card = DatasetCard.load(demo_run / "README.md")
+    data, rows = card.data, json.loads((demo_run / "manifest.json").read_text())["rows"]
+    lists = Path(datasets.utils.__file__).parent / "resources"
+    sizes = json.loads((lists / "size_categories.json").read_text())
+    creators = json.loads((lists / "creators.json").read_text())
+    assert data.license == "mit" and data.language == ["en"] and "en" in (lists / "languages.json").read_text()
+    assert data.size_categories == ["1K<n<10K"] and set(data.size_categories) <= set(sizes)
+    assert data.annotations_creators == ["machine-generated"] and set(data.annotations_creators) <= set(
+        creators["annotations"]
+    )
+    assert set(data.language_creators) <= set(creators["language"])
+    assert data.multilinguality in json.loads((lists / "multilingualities.json").read_text())
+    assert data.pretty_name and data.source_datasets == ["original"] and data.task_categories == ["question-answering"]
+    configs = MetadataConfigs.from_dataset_card_data(data)
+    assert configs.get_default_config_name() == "questions"
+    infos = DatasetInfosDict.from_dataset_card_data(data)
+    assert set(infos) == {"questions", "episodes"}
+    validation = datasets.load_dataset(str(demo_run), split="validation", cache_dir=str(tmp_path / "hf"))
+    assert validation.num_rows == rows["questions"]["validation"] and set(validation["split"]) == {"validation"}
+    assert validation.features == infos["questions"].features  # what the card declares is what is read
+    episodes = datasets.load_dataset(str(demo_run), "episodes", split="full", cache_dir=str(tmp_path / "hf"))
+    assert episodes.num_rows == rows["episodes"] and episodes.features == infos["episodes"].features
+    everything = datasets.load_dataset(str(demo_run), cache_dir=str(tmp_path / "hf"))
+    assert {s: d.num_rows for s, d in everything.items()} == rows["questions"]
+    # the body: every column described, every criterion with its verdict, the command that made it
+    for name in [*QUESTIONS_SCHEMA.names, *EPISODES_SCHEMA.names]:
+        assert re.search(rf"^\| `{name}` \| [^|]+ \| \w", card.text, re.MULTILINE), name
+    for name, c in json.loads((demo_run / "stats.json").read_text())["dataset"]["criteria"].items():
+        assert f"| {name} | {'passed' if c['ok'] else 'MISSED'} |" in card.text
+    assert (
+        "eqagen generate demo --out OUT --seed 0 --set 'generation.batch_size=4' --set 'generation.n_episodes=36'"
+        in card.text
+    )
+    assert "## Limitations" in card.text and "## Citation" in card.text and "No real data was used" in card.text
 
 
 def test_demo_exports_to_openeqa_and_jsonl(demo_run, tmp_path) -> None:

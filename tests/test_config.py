@@ -14,6 +14,7 @@ from eqagen.config import (
     validate_config,
 )
 from eqagen.core import ConfigError, UnknownNameError
+from eqagen.predicates.config import QUERY_MIX
 
 
 def test_presets_validate_and_describe_themselves() -> None:
@@ -73,6 +74,31 @@ def test_files_and_unknown_presets(tmp_path) -> None:
     (tmp_path / "typo.yaml").write_text("generation:\n  n_episodez: 3\n")
     with pytest.raises(ConfigError, match=r"typo.yaml: config key 'generation.n_episodez': unknown key"):
         load_config(str(tmp_path / "typo.yaml"))
+
+
+def test_set_on_a_mapping_merges_one_key() -> None:
+    # the demo names no query mix: the default's other four types stay beside the one set
+    config = load_config("demo", ["questions.query_mix.count=0.5"])
+    assert config.questions.query_mix == {**QUERY_MIX, "count": 0.5}
+    # tag-eqa names its family mix: the preset's other families stay
+    tag = read_preset("tag-eqa")["questions"]["family_mix"]
+    assert load_config("tag-eqa", ["questions.family_mix.moment=0.5"]).questions.family_mix == {**tag, "moment": 0.5}
+    # an integer-keyed mapping: "1" names the key 1
+    assert load_config("demo", ["questions.n_filters_mix.1=0.9"]).questions.n_filters_mix[1] == 0.9
+
+
+def test_set_replaces_a_whole_mapping_only_when_the_mapping_itself_is_named() -> None:
+    config = load_config("demo", ["questions.query_mix={count: 1, getState: 1}"])
+    assert config.questions.query_mix == {"count": 1, "getState": 1}
+
+
+def test_set_of_a_key_the_mapping_does_not_know_is_an_error() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config("demo", ["questions.query_mix.cuont=0.5"])
+    assert err.value.key == "questions.query_mix.cuont" and "unknown key of the mapping" in err.value.problem
+    assert "count" in err.value.allowed and "--set questions.query_mix=" in err.value.allowed
+    # a mapping of free keys (backend parameters, empty by default) takes any key
+    assert load_config("demo", ["generation.params.n_scenes=5"]).generation.params == {"n_scenes": 5}
 
 
 def test_overrides_parse_yaml_values() -> None:

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-COUNTS = r"([\d,]+) questions \(train ([\d,]+), val ([\d,]+), test ([\d,]+)\)"
+COUNTS = r"([\d,]+) questions \(train ([\d,]+), validation ([\d,]+), test ([\d,]+)\)"
 
 
 def number(text: str) -> int:
@@ -32,7 +32,7 @@ def promised(pattern: str) -> dict[str, int]:
     match = re.search(pattern + COUNTS, " ".join(README.split()))
     assert match, f"the README no longer says {pattern!r} ... N questions (train N, val N, test N)"
     episodes, total, train, val, test = (number(g) for g in match.groups())
-    return {"episodes": episodes, "questions_total": total, "train": train, "val": val, "test": test}
+    return {"episodes": episodes, "questions_total": total, "train": train, "validation": val, "test": test}
 
 
 def made(out: Path) -> dict[str, int]:
@@ -105,10 +105,10 @@ def test_every_read_in_the_readme_runs_as_written_on_a_fresh_output(fresh_demo, 
     counts = made(fresh_demo / "out" / "demo")
     total = counts["questions_total"]
     assert got["pyarrow"] == got["pandas"] == got["polars"] == total
-    assert got["datasets"] == {split: counts[split] for split in ("train", "val", "test")}
+    assert got["datasets"] == {split: counts[split] for split in ("train", "validation", "test")}
     assert got["hf_episodes"] == got["eqagen_episodes"] == counts["episodes"]
     assert got["eqagen"] == counts["test"], "read_questions(DIR, 'test')"
-    for split in ("train", "val", "test"):  # DuckDB's table printed the count of each split's categories
+    for split in ("train", "validation", "test"):  # DuckDB's table printed the count of each split's categories
         assert split in got["duckdb"]
 
 

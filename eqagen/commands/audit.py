@@ -50,8 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      "datasets only), history (per-episode step histories), scenegraph (per-episode "
                      "ConceptGraphs-style scene graphs), vlmevalkit (TSV), lmms-eval (task folder), replay "
                      "(per-episode simulator bundles)")  # fmt: skip
-    exp.add_argument("--split", help="only this split (train, val, test, or all); openeqa, vlmevalkit and lmms-eval "
-                     "export test unless told, the others every split")  # fmt: skip
+    exp.add_argument("--split", help="only this split (train, validation, test, or all; val means validation); "
+                     "openeqa, vlmevalkit and lmms-eval export test unless told, the others every split")  # fmt: skip
     exp.add_argument("--out", type=Path, required=True,
                      help="the file to write, or the folder for history, scenegraph, lmms-eval and replay "
                      "(refused if it exists)")  # fmt: skip
@@ -85,7 +85,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.report:
-        write_report(full, args.report)
+        write_report(full, args.report, manifest=json.loads((args.dir / "manifest.json").read_text(encoding="utf-8")))
     return 0 if all(c.ok for c in checks) else 1
 
 

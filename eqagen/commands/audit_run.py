@@ -11,6 +11,7 @@ file such as OpenEQA's ``open-eqa-v0.json``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,15 @@ def check_dataset(stats: dict[str, Any]) -> list[Check]:
 def check_criteria(stats: dict[str, Any]) -> list[Check]:
     """One check per method criterion (:mod:`eqagen.curation.criteria`), as recomputed from the shards."""
     return [
-        Check(f"{CRITERION_PREFIX}{name}", c["ok"], f"{c['detail']} (target: {c['target']})", measured=True)
+        Check(f"{CRITERION_PREFIX}{name}", c["ok"], criterion_line(c), measured=True)
         for name, c in stats["criteria"].items()
     ]
+
+
+def criterion_line(c: Mapping[str, Any]) -> str:
+    """A criterion as the audit prints it: its verdict, its test and what was measured."""
+    verdict = "passed" if c["ok"] else "MISSED"
+    return f"{verdict}; test: {c.get('test') or c['target']}; measured: {c['detail']}"
 
 
 def failed_criteria(checks: list[Check]) -> list[str]:

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from eqagen.core import ConfigError, stable_hash
 from eqagen.curation.config import SplitConfig
+from eqagen.curation.criteria import unseen_bounds
 from eqagen.curation.resplit import split_again
 from eqagen.outputs.dataset import Dataset
 from eqagen.outputs.derived import DerivedStage, derive
@@ -51,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split-file", type=Path, help="scene -> split (JSON, CSV or TSV): reproduce a split; "
                         "--ratios, --unseen-fraction and --by do not apply then")  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="skip report.html (its plots are the slow part)")
+    parser.add_argument("--allow-miss", action="store_true", help="write the split even where its unseen shares "
+                        "miss --unseen-fraction (by default that is an error, and nothing is written)")  # fmt: skip
     parser.set_defaults(func=run_resplit)
 
 
@@ -78,15 +81,45 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
         raise ConfigError(key, first["msg"].removeprefix("Value error, ")) from err
 
 
+def missed_unseen(stats: dict[str, Any], config: SplitConfig) -> str | None:
+    """What a split's unseen shares miss of ``config`` (the audit's own bounds, :func:`unseen_bounds`) and what
+    the input can meet, in one sentence; None where they are met or the split holds no scenes out."""
+    if config.split_file is not None or config.unseen_fraction <= 0:
+        return None
+    low, high = unseen_bounds(config.unseen_fraction, config.by)
+    shares = {s: v for s, v in stats["unseen_share"].items() if s != "train" and v is not None}
+    if all(low <= v <= high for v in shares.values()):
+        return None
+    reached = " and ".join(f"{s} {v:.3f}" for s, v in shares.items())
+    problem = f"the split reaches unseen shares of {reached}, outside [{low:.2f}, {high:.2f}]"
+    held = stats.get("input_held_out_share")
+    if held:  # the input's held-out scenes are kept whole when they are the share the new split needs
+        fraction = held / (config.ratios[1] + config.ratios[2])
+        meets = f"--unseen-fraction {fraction:.2f} with these ratios" if fraction <= 1 else "no fraction here"
+        problem += (f"; the input's held-out scenes hold {held:.3f} of the records, so it meets {meets} "
+                    f"(unseen fraction x (validation + test) = {held:.3f})")  # fmt: skip
+    return problem
+
+
 def resplit(
-    in_dir: Path, out_dir: Path, config: SplitConfig, seed: int, report: bool = True, overwrite: bool = False
+    in_dir: Path,
+    out_dir: Path,
+    config: SplitConfig,
+    seed: int,
+    report: bool = True,
+    overwrite: bool = False,
+    allow_miss: bool = False,
 ) -> dict[str, Any]:
     """Write ``in_dir``'s dataset to ``out_dir`` with a new split; returns the split statistics.
-    ``report=False`` skips report.html (its plots are the slow part)."""
+    ``report=False`` skips report.html (its plots are the slow part). A split whose unseen shares miss
+    ``config.unseen_fraction`` raises ConfigError before anything is written, unless ``allow_miss``."""
 
     def stage_for(source: Dataset) -> DerivedStage:
         def run(questions: pa.Table) -> tuple[pa.Table, dict[str, Any]]:
             out, stats = split_again(questions, config, seed)
+            missed = missed_unseen(stats, config)
+            if missed and not allow_miss:
+                raise ConfigError("--unseen-fraction", missed, "the fraction it meets, or --allow-miss")
             return out, {**stats, "resplit": True}
 
         fingerprint = resplit_fingerprint(source, config, seed)
@@ -106,7 +139,9 @@ def resplit_fingerprint(source: Dataset, config: SplitConfig, seed: int) -> str:
 
 def run_resplit(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    stats = resplit(args.input, args.out, config, args.seed, report=not args.no_report, overwrite=args.overwrite)
+    stats = resplit(
+        args.input, args.out, config, args.seed, not args.no_report, args.overwrite, allow_miss=args.allow_miss
+    )
     fractions = ", ".join(f"{k} {v:.3f}" for k, v in stats["fraction"].items())
     unseen = ", ".join(f"{k} {v:.3f}" for k, v in stats["unseen_share"].items() if k != "train" and v is not None)
     print(f"re-split {stats['records']} questions into {args.out}: {fractions}; unseen share: {unseen}")

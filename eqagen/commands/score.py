@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eqagen.core import ConfigError, QARecord
+from eqagen.core.records import split_name as canonical_split
 from eqagen.scoring.similarity import DEFAULT_SIMILARITY
 
 if TYPE_CHECKING:  # scipy and pyarrow take seconds to import: every eqagen command builds this parser
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # scipy and pyarrow take seconds to import: every eqagen comm
     from eqagen.scoring.judge import JudgeRun
     from eqagen.scoring.predictions import Point, Predictions
 
-SPLIT_ALIASES = {"val": "validation", "validation": "val"}  # the held-out split under either name
 SUMMARY_KEYS = ("overall", "chance_tests", "scorer")
 
 
@@ -56,7 +56,7 @@ def split_name(dataset: Dataset, asked: str) -> str:
     """The split as the dataset names it (``val`` and ``validation`` are one split), or a ConfigError naming the
     splits that hold questions."""
     present = sorted(name for name, rows in dataset.manifest.rows.questions.items() if rows)
-    for name in (asked, SPLIT_ALIASES.get(asked)):
+    for name in (asked, canonical_split(asked)):  # val means validation
         if name in present:
             return name
     raise ConfigError("--split", f"the dataset has no split '{asked}'", allowed=", ".join(present))

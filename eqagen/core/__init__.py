@@ -23,6 +23,7 @@ from eqagen.core.records import (
     QARecord,
     QuerySpec,
     ResultItem,
+    split_name,
 )
 from eqagen.core.rng import Draws, derive_rng, derive_seed, stable_hash, stable_int
 from eqagen.core.timeline import FieldChanges, Timeline, TimelineRecorder
@@ -60,6 +61,7 @@ __all__ = [
     "heading_vector",
     "make_episode_id",
     "number_events",
+    "split_name",
     "stable_hash",
     "stable_int",
     "to_egocentric",

@@ -12,7 +12,15 @@ from typing import Any
 
 from eqagen.core.rng import stable_hash
 
-SPLITS = ("train", "val", "test")
+SPLITS = ("train", "validation", "test")  # Hugging Face's split names
+SPLIT_SYNONYMS = {"val": "validation"}  # accepted wherever a split is named: commands, split files
+
+
+def split_name(name: str) -> str:
+    """The split a name means: ``val`` is ``validation``; any other name as given."""
+    return SPLIT_SYNONYMS.get(name, name)
+
+
 OPENEQA_CATEGORIES = (
     "object recognition",
     "object localization",

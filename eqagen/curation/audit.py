@@ -141,13 +141,15 @@ def _per_split_sets(q: pa.Table, column: str) -> dict[str, set]:
 
 
 def _first_examples(q: pa.Table, n: int = EXAMPLES_PER_QUERY_TYPE) -> dict[str, list[dict[str, str]]]:
-    """Per query type, the ``n`` rows with the smallest question ids, with their question and answer."""
-    rows = q.select(["question_id", "query_type", "question", "answer"]).sort_by("question_id").to_pylist()
+    """Per query type, the ``n`` rows with the smallest question ids, with their question, answer, paraphrase
+    (its question, "" where there is none) and episode."""
+    columns = [c for c in ("question_id", "query_type", "question", "answer", "paraphrase", "episode_id")
+               if c in q.column_names]  # fmt: skip
     out: dict[str, list[dict[str, str]]] = {}
-    for row in rows:
+    for row in q.select(columns).sort_by("question_id").to_pylist():
         chosen = out.setdefault(row.pop("query_type"), [])
         if len(chosen) < n:
-            chosen.append(row)
+            chosen.append({**row, "paraphrase": (row.get("paraphrase") or {}).get("question") or ""})
     return out
 
 

@@ -18,8 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ValidationError
+from scipy.stats import binom, binomtest
 
-from eqagen.core import ConfigError, DataFileError, UnknownNameError
+from eqagen.core import SPLITS, ConfigError, DataFileError, UnknownNameError
 from eqagen.curation.compose import TEMPORAL, mix_targets
 from eqagen.curation.config import SplitConfig
 from eqagen.predicates.config import QuestionConfig
@@ -30,9 +31,13 @@ CRITERIA_COLUMNS = (
     "program", "structured_answer",
 )  # fmt: skip
 UNSEEN_TOLERANCE = 0.05  # held-out splits: unseen share within this of split.unseen_fraction
-MIX_TOLERANCE = 0.03  # query-type and filter-family shares within this of the config's mix
-BLIND_TOLERANCE = 0.02  # a blind model's accuracy within this of chance
-MIN_JUDGED_RECORDS = 100  # a query type's blind baseline is judged from this many test records on
+MIX_TOLERANCE = 0.03  # a mix share within this of its target at least (more where the count is small)
+MIX_CONFIDENCE = 0.99  # the binomial interval a share drawn at its target falls in this often
+ALPHA = 0.05  # the family-wise error rate of the blind baselines' tests (Holm)
+BLIND_TOLERANCE = 0.02  # overall, a blind model's accuracy within this of chance, once that is meaningful
+# The 2-point rule is judged once 2 points are at least this many standard errors of a guesser at chance
+# (about 2,100 test records at chance 1/3): with fewer, chance alone strays past 2 points too often.
+TOLERANCE_STANDARD_ERRORS = 2.0
 EXAMPLES = 3  # failing balance groups quoted
 REGENERATE = "regenerate the dataset with eqagen generate"
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -40,11 +45,15 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Criterion:
+    """One criterion's result: ``test`` says how it is judged, ``detail`` what was measured and why it
+    passed or missed."""
+
     name: str
     ok: bool
     measured: dict[str, Any]
     target: str
     detail: str
+    test: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,7 @@ def _most_common(table: pa.Table, column: str) -> str | None:
 
 
 def not_applicable(name: str, target: str, why: str) -> Criterion:
-    return Criterion(name, True, {}, target, f"not applicable: {why}")
+    return Criterion(name, True, {}, target, f"not applicable: {why}", "none: not applicable")
 
 
 # -- answer content --------------------------------------------------------------------------------------
@@ -117,27 +126,36 @@ def group_contents(keys: Sequence[str], contents: Sequence[str]) -> dict[str, li
 
 
 # -- 1. unseen share -------------------------------------------------------------------------------------
+def unseen_bounds(unseen_fraction: float, split_by: str) -> tuple[float, float]:
+    """Where each held-out split's unseen share must lie: within UNSEEN_TOLERANCE of ``unseen_fraction``
+    (a split by scene holds every validation and test scene out: 1)."""
+    centre = 1.0 if split_by == "scene" else unseen_fraction
+    return max(centre - UNSEEN_TOLERANCE, 0.0), min(centre + UNSEEN_TOLERANCE, 1.0)
+
+
 def unseen_share(questions: pa.Table, targets: MethodTargets) -> Criterion:
-    """For val and for test, the share of records whose scene no train record uses."""
+    """For validation and for test, the share of records whose scene no train record uses."""
     name = "unseen_share"
     if targets.split_file:
         return not_applicable(name, "n/a", "the split was read from a split file")
-    centre = 1.0 if targets.split_by == "scene" else targets.unseen_fraction  # by scene: all held out
-    low, high = max(centre - UNSEEN_TOLERANCE, 0.0), min(centre + UNSEEN_TOLERANCE, 1.0)
-    target = f"each of val and test in [{low:.2f}, {high:.2f}]"
+    low, high = unseen_bounds(targets.unseen_fraction, targets.split_by)
+    target = f"each of validation and test in [{low:.2f}, {high:.2f}]"
     splits, scenes = questions["split"].to_pylist(), questions["scene_id"].to_pylist()
     train_scenes = {sc for sp, sc in zip(splits, scenes) if sp == "train"}
     measured: dict[str, Any] = {}
-    for held_out in ("val", "test"):
+    for held_out in SPLITS[1:]:
         unseen = [sc not in train_scenes for sp, sc in zip(splits, scenes) if sp == held_out]
         if unseen:
             share = round(float(np.mean(unseen)), 6)
             measured[held_out] = {"share": share, "ok": low <= share <= high}
     if not measured:
-        return not_applicable(name, target, "no val or test records")
+        return not_applicable(name, target, "no validation or test records")
     missed = [s for s, v in measured.items() if not v["ok"]]
     detail = ", ".join(f"{s} {v['share']:.3f}" for s, v in measured.items())
-    return Criterion(name, not missed, measured, target, detail + (f" (missed: {', '.join(missed)})" if missed else ""))
+    test = f"each held-out split's unseen share within ±{UNSEEN_TOLERANCE} of the target"
+    return Criterion(
+        name, not missed, measured, target, detail + (f" (missed: {', '.join(missed)})" if missed else ""), test
+    )
 
 
 # -- 2. content balance ----------------------------------------------------------------------------------
@@ -158,6 +176,7 @@ def content_balance(questions: pa.Table, contents: Sequence[str] | None = None) 
         measured,
         "0 failing groups",
         detail + (", e.g. " + "; ".join(examples) if examples else ""),
+        "count of groups with fewer than 2 contents or unequal counts per content (exact: none may fail)",
     )
 
 
@@ -173,21 +192,42 @@ def _supported(world: str | None) -> tuple[list[str], list[str]] | None:
     return sorted(support.queries), sorted(support.filters)
 
 
-def _shares(counts: Counter, names: Sequence[str]) -> dict[str, float]:
-    total = sum(counts.values()) or 1
-    return {n: round(counts.get(n, 0) / total, 6) for n in names}
+def share_bounds(target: float, n: int) -> tuple[float, float]:
+    """Where the share of ``n`` items (records, or filters) may lie for a target share: the interval that
+    the share of ``n`` draws at the target falls in MIX_CONFIDENCE of the time (binomial), and never
+    narrower than ±MIX_TOLERANCE. Every mix dimension is judged by this one rule."""
+    low, high = target - MIX_TOLERANCE, target + MIX_TOLERANCE
+    if n:
+        low_count, high_count = binom.interval(MIX_CONFIDENCE, n, target)
+        low, high = min(low, low_count / n), max(high, high_count / n)
+    return float(max(round(low, 6), 0.0)), float(min(round(high, 6), 1.0))
 
 
-def _on_target(share: float, target: float) -> bool:
-    return abs(share - target) <= MIX_TOLERANCE + 1e-9
-
-
-def _judged(shares: Mapping[str, float], targets: Mapping[str, float]) -> dict[str, dict[str, Any]]:
-    return {n: {"share": shares[n], "target": targets[n], "ok": _on_target(shares[n], targets[n])} for n in targets}
+def judged_shares(counts: Counter, targets: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """Per name of ``targets``: its share of ``counts``, the target, the bounds :func:`share_bounds` sets for
+    the count and whether the share is within them."""
+    total = sum(counts.values())
+    judged = {}
+    for name, target in targets.items():
+        share = round(counts.get(name, 0) / total, 6) if total else 0.0
+        low, high = share_bounds(target, total)
+        judged[name] = {"share": share, "target": target, "low": low, "high": high,
+                        "ok": bool(low - 1e-9 <= share <= high + 1e-9)}  # fmt: skip
+    return judged
 
 
 def _missed_shares(label: str, judged: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    return [f"{label} {n} {e['share']:.3f} vs {e['target']:.3f}" for n, e in judged.items() if not e["ok"]]
+    return [
+        f"{label} {n} {e['share']:.3f} outside [{e['low']:.3f}, {e['high']:.3f}]"
+        for n, e in judged.items()
+        if not e["ok"]
+    ]
+
+
+MIX_TEST = (
+    f"each share within the {MIX_CONFIDENCE:.0%} binomial interval of its target for its count, "
+    f"at least ±{MIX_TOLERANCE}"
+)
 
 
 def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
@@ -204,8 +244,8 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
     goal = mix_targets(targets.query_mix, targets.family_mix, queries, families)
     query_targets, family_targets = goal.queries, goal.families
     measured: dict[str, Any] = {
-        "query_type": _judged(_shares(query_counts, queries), query_targets),
-        "filter_family": _judged(_shares(family_counts, families), family_targets),
+        "query_type": judged_shares(query_counts, query_targets),
+        "filter_family": judged_shares(family_counts, family_targets),
     }
     missed = _missed_shares("query", measured["query_type"]) + _missed_shares("family", measured["filter_family"])
     unsupported = sorted((set(query_counts) - set(queries)) | (set(family_counts) - set(families)))
@@ -218,9 +258,11 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
         if not measured["moment_floor"]["ok"]:
             missed.append(f"moment {share:.3f} below {moment:.3f}")
-    target = f"each share within ±{MIX_TOLERANCE} of the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
-    detail = "all shares on target" if not missed else "missed: " + ", ".join(missed)
-    return Criterion("mix", not missed, measured, target, detail)
+    target = "the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
+    n = f"{sum(query_counts.values())} records, {sum(family_counts.values())} filters"
+    detail = f"{n}: all shares within bounds" if not missed else f"{n}: missed: " + ", ".join(missed)
+    test = MIX_TEST + ("; the moment family's share at least its target" if moment else "")
+    return Criterion("mix", not missed, measured, target, detail, test)
 
 
 # -- 4. blind baselines ----------------------------------------------------------------------------------
@@ -364,24 +406,73 @@ def text_model_all_answers(setup: BlindSetup, model: str, answers: TextAnswers) 
     return out
 
 
+def chance_test(hits: int, n: int, chance: float) -> float:
+    """The p-value of an exact two-sided binomial test of ``hits`` in ``n`` against the chance level (the
+    records' mean chance: their hits are independent Bernoulli draws, whose count varies no more than a
+    binomial count at the mean, so the test is, if anything, conservative)."""
+    return float(binomtest(hits, n, min(max(chance, 0.0), 1.0)).pvalue) if n else 1.0
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values: the i-th smallest p (i from 0) times (m - i), made non-decreasing, capped at
+    1. Rejecting where the adjusted value is at most alpha keeps the chance of any false rejection among all
+    m tests at most alpha."""
+    order = np.argsort(np.asarray(p_values, dtype=float), kind="stable")
+    adjusted, running = [1.0] * len(order), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * float(p_values[i])))
+        adjusted[i] = running
+    return adjusted
+
+
 def accuracy_against_chance(
     answers: Sequence[str], truth: Sequence[str], chance: np.ndarray, query_types: Sequence[str]
 ) -> dict[str, Any]:
-    """Accuracy and chance overall and per query type, each judged (within BLIND_TOLERANCE of chance)
-    overall and where a query type has at least MIN_JUDGED_RECORDS test records."""
-    hits = np.array([a == t for a, t in zip(answers, truth)], dtype=float)
+    """Accuracy, chance and the binomial test's p-value overall and per query type. Overall also the 2-point
+    rule (|accuracy - chance| <= BLIND_TOLERANCE), judged where 2 points are at least
+    TOLERANCE_STANDARD_ERRORS standard errors of a guesser at chance on these records (None below)."""
+    hits = np.array([a == t for a, t in zip(answers, truth)], dtype=bool)
     types = np.array(query_types, dtype=object)
 
-    def judged(mask: np.ndarray, judge: bool) -> dict[str, Any]:
-        accuracy, level = float(hits[mask].mean()), float(chance[mask].mean())
-        ok = abs(accuracy - level) <= BLIND_TOLERANCE + 1e-9 if judge else None
+    def tested(mask: np.ndarray) -> dict[str, Any]:
+        n, k = int(mask.sum()), int(hits[mask].sum())
+        level = float(chance[mask].mean())
         # the standard error of a guesser at chance on these records: how far chance alone strays
-        se = float(np.sqrt((chance[mask] * (1 - chance[mask])).sum()) / mask.sum())
-        n = int(mask.sum())
-        return {"n": n, "accuracy": round(accuracy, 6), "chance": round(level, 6), "se": round(se, 6), "ok": ok}
+        se = float(np.sqrt((chance[mask] * (1 - chance[mask])).sum()) / n)
+        return {"n": n, "hits": k, "accuracy": round(k / n, 6), "chance": round(level, 6), "se": round(se, 6),
+                "p_value": round(chance_test(k, n, level), 6)}  # fmt: skip
 
-    per_type = {q: judged(types == q, int((types == q).sum()) >= MIN_JUDGED_RECORDS) for q in sorted(set(query_types))}
-    return {"overall": judged(np.ones(len(hits), bool), True), "per_query_type": per_type}
+    overall = tested(np.ones(len(hits), bool))
+    meaningful = TOLERANCE_STANDARD_ERRORS * overall["se"] <= BLIND_TOLERANCE
+    within = abs(overall["accuracy"] - overall["chance"]) <= BLIND_TOLERANCE + 1e-9
+    overall["within_2_points"] = within if meaningful else None
+    per_type = {q: tested(types == q) for q in sorted(set(query_types))}
+    return {"overall": overall, "per_query_type": per_type}
+
+
+def judge_blind(measured: dict[str, dict[str, Any]]) -> list[str]:
+    """Holm over every test of ``measured`` (each model overall and per query type): sets each test's
+    ``p_holm`` and ``ok`` in place and returns what was missed, one phrase each."""
+    tests = [(m, scope, r) for m, result in measured.items()
+             for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]]  # fmt: skip
+    missed = []
+    for (model, scope, r), adjusted in zip(tests, holm([r["p_value"] for _, _, r in tests])):
+        r["p_holm"] = round(adjusted, 6)
+        r["ok"] = bool(adjusted > ALPHA and r.get("within_2_points") is not False)
+        if adjusted <= ALPHA:
+            missed.append(f"{model} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f} "
+                          f"({r['hits']} of {r['n']}, Holm p {adjusted:.4f})")  # fmt: skip
+        elif r.get("within_2_points") is False:
+            missed.append(f"{model} overall {r['accuracy']:.3f} more than {BLIND_TOLERANCE} from chance "
+                          f"{r['chance']:.3f} ({r['n']} records)")  # fmt: skip
+    return missed
+
+
+BLIND_TEST = (
+    f"exact two-sided binomial test of each model's hits against chance, overall and per query type, Holm-"
+    f"corrected over all of them: none rejects at {ALPHA}; overall |accuracy - chance| <= {BLIND_TOLERANCE} "
+    f"where {BLIND_TOLERANCE} is at least {TOLERANCE_STANDARD_ERRORS:g} standard errors at chance"
+)
 
 
 def blind_baselines(
@@ -391,7 +482,7 @@ def blind_baselines(
     the record's balance group): the majority content per question, and the TF-IDF text model on the
     template and on the paraphrased text. ``text_answers``: the text models' answers where they were fitted
     elsewhere (:func:`text_model_fits`, one unit per model and query type); fitted here if None."""
-    name, target = "blind_baselines", f"|accuracy - chance| <= {BLIND_TOLERANCE} overall and per query type"
+    name, target = "blind_baselines", "accuracy at chance, overall and per query type"
     contents = answer_contents(questions) if contents is None else contents
     setup = blind_setup(questions, contents)
     if len(setup.test) == 0:
@@ -404,15 +495,16 @@ def blind_baselines(
     }
     chance = setup.chance
     measured = {m: accuracy_against_chance(a, setup.truth, chance, setup.test_types) for m, a in models.items()}
-    missed = [
-        f"{m} {scope} {r['accuracy']:.3f} vs chance {r['chance']:.3f} ({r['n']} records, SE {r['se']:.3f})"
-        for m, result in measured.items()
-        for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]
-        if r["ok"] is False
-    ]
+    missed = judge_blind(measured)
+    n_tests = sum(1 + len(r["per_query_type"]) for r in measured.values())
+    lowest = min(r["p_holm"] for m in measured.values() for r in [m["overall"], *m["per_query_type"].values()])
+    two_points = next(iter(measured.values()))["overall"]["within_2_points"]
+    rule = "judged" if two_points is not None else f"not judged: {len(setup.test)} test records are too few"
     overall = ", ".join(f"{m} {r['overall']['accuracy']:.3f}" for m, r in measured.items())
-    detail = f"chance {chance.mean():.3f}: {overall}" + (f" (missed: {'; '.join(missed)})" if missed else "")
-    return Criterion(name, not missed, measured, target, detail)
+    detail = (f"{len(setup.test)} test records, chance {chance.mean():.3f}: {overall}; {n_tests} tests, "
+              f"smallest Holm p {lowest:.3f}; 2-point rule {rule}")  # fmt: skip
+    detail += f" (missed: {'; '.join(missed)})" if missed else ""
+    return Criterion(name, not missed, measured, target, detail, BLIND_TEST)
 
 
 # -- all of them -----------------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def split_again(questions: pa.Table, config: SplitConfig, seed: int) -> tuple[pa
         out, stats = split(questions, config, seed)
         why = f"the input's held-out scenes hold {share:.3f} of the records, this split needs {need:.3f}"
         note = "searched for scenes to hold out: " + (why if held else "the input holds no scene out of train")
-        return out, {**stats, "held_out": note, "warnings": [*stats.get("warnings", []), note]}
+        return out, {**stats, "held_out": note, "input_held_out_share": round(share, 6) if held else None,
+                     "warnings": [*stats.get("warnings", []), note]}  # fmt: skip
     marked = questions.append_column(HELD_OUT, held_out_column(questions["scene_id"], held))
     out, stats = split(marked, config, seed)
-    return out.drop_columns([HELD_OUT]), {**stats, "held_out": f"kept the input's {len(held)} held-out scenes"}
+    kept = f"kept the input's {len(held)} held-out scenes"
+    return out.drop_columns([HELD_OUT]), {**stats, "held_out": kept, "input_held_out_share": round(share, 6)}

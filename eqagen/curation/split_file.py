@@ -10,7 +10,7 @@ import csv
 import json
 from pathlib import Path
 
-from eqagen.core import SPLITS, DataFileError
+from eqagen.core import SPLITS, DataFileError, split_name
 
 
 def read_split_file(path: Path | str) -> dict[str, str]:
@@ -22,9 +22,11 @@ def read_split_file(path: Path | str) -> dict[str, str]:
     except UnicodeDecodeError as err:
         raise DataFileError(path, f"byte {err.start}", "not UTF-8 text", "pass a JSON, CSV or TSV file") from None
     mapping = _from_json(path, text) if path.suffix.lower() == ".json" else _from_table(path, text)
+    mapping = {scene: split_name(s) for scene, s in mapping.items()}
     bad = sorted({v for v in mapping.values() if v not in SPLITS})
     if bad:
-        raise DataFileError(path, "split", f"unknown split name(s) {bad}", f"use only {list(SPLITS)}")
+        fix = f"use only {list(SPLITS)} (val for validation)"
+        raise DataFileError(path, "split", f"unknown split name(s) {bad}", fix)
     return mapping
 
 

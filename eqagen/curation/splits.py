@@ -388,7 +388,7 @@ def split_warnings(stats: dict, config: SplitConfig) -> list[str]:
         if stats["records"] and abs(stats["fraction"][name] - target) > 0.02:
             out.append(f"{name} holds {stats['fraction'][name]:.3f} of the records, target {target:.3f}")
     if stats["by"] == "question" and config.unseen_fraction > 0:
-        for name in ("val", "test"):
+        for name in SPLITS[1:]:
             share = stats["unseen_share"][name]
             if share is not None and abs(share - config.unseen_fraction) > 0.05:
                 out.append(

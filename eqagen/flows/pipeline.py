@@ -23,7 +23,7 @@ from eqagen.core.stages import StageLog, StageReport
 from eqagen.curation.partition import held_out_scene_share, held_out_scenes, partitions_scenes
 from eqagen.flows import ask, stages, stream
 from eqagen.flows.checkpoints import BatchStore, work_dir
-from eqagen.flows.timeline import WAITING, Timeline, critical_path, serial_seconds
+from eqagen.flows.timeline import WAITING, SectionListener, Timeline, critical_path, serial_seconds
 from eqagen.outputs.folder import DatasetWriter
 from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import episodes_table, questions_table
@@ -277,11 +277,13 @@ def generate_inline(
     out_dir: Path,
     sampler: stages.Sampler | None = None,
     on_batch: Callable[[stages.Batch], None] | None = None,
+    on_stage: SectionListener | None = None,
 ) -> RunSummary:
-    """The whole run in this process, without Prefect: the same units, the same bytes."""
+    """The whole run in this process, without Prefect: the same units, the same bytes. ``on_stage``: told as
+    each of the run's own steps starts and ends (:class:`Timeline`)."""
     check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
     wall = time.perf_counter()
-    timeline = Timeline()
+    timeline = Timeline(on_section=on_stage)
     out_dir = Path(out_dir)
     ctx = make_context(config, out_dir)
     summary = RunSummary(out_dir, runner="inline")

@@ -1,4 +1,5 @@
-"""Progress bars for the batched stages and the end-of-run summary (on stderr and stdout, via rich)."""
+"""Progress on stderr while a run runs (the batched stages' bar, then one line per step of the run's own
+process as it starts and ends) and the end-of-run summary on stdout, via rich."""
 
 from __future__ import annotations
 
@@ -11,13 +12,26 @@ from rich.table import Table
 from eqagen.config import PipelineConfig
 from eqagen.flows.pipeline import RunSummary
 
-STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "read", "balance", "split", "paraphrase",
-               "write", "audit")  # fmt: skip
+# The stages in the order a run runs them (the summary's table lists them so).
+STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "ask", "read", "balance", "compose", "split",
+               "paraphrase", "write", "audit")  # fmt: skip
+
+
+# The steps of a run's own process after the batches (eqagen.flows.pipeline.finish's timeline sections), as
+# the progress display names them; other sections (a batch, the plan) are not shown as steps.
+STEP_LABELS = {
+    "ask": "ask the questions in other scenes",
+    "read": "read the candidates' keys",
+    "select": "balance, compose, split",
+    "write": "paraphrase and write the shards",
+    "audit": "audit: statistics, criteria, report, card",
+}
 
 
 class BatchProgress:
     """``with BatchProgress(n, completed=k) as p: ... p.advance()`` once per batch finished by this run;
-    the bar starts at the ``k`` batches an earlier run had checkpointed."""
+    the bar starts at the ``k`` batches an earlier run had checkpointed. :meth:`stage` adds a line per step
+    after the batches, with its time running, then its seconds."""
 
     def __init__(self, total: int, completed: int = 0, enabled: bool = True, file: TextIO | None = None):
         """``file``: where the bar is drawn (default: standard error), on a terminal only: written to a
@@ -25,10 +39,10 @@ class BatchProgress:
         console = Console(file=file, stderr=file is None)
         self.enabled = enabled and console.is_terminal
         self.progress = Progress(
-            TextColumn("[bold]episodes + programs"),
+            TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("batches"),
+            TextColumn("{task.fields[unit]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
@@ -36,10 +50,22 @@ class BatchProgress:
             redirect_stdout=False,  # nothing else is printed during the run (stderr goes to the run's log)
             redirect_stderr=False,
         )
-        self.task = self.progress.add_task("batches", total=total, completed=completed)
+        self.task = self.progress.add_task("episodes + programs", total=total, completed=completed, unit="batches")
+        self.steps: dict[str, Any] = {}
 
     def advance(self, _: Any = None) -> None:
         self.progress.advance(self.task)
+
+    def stage(self, name: str, seconds: float | None) -> None:
+        """A step of the run started (``seconds`` None: a line with its time running) or ended (the line
+        completed); sections that are no step (:data:`STEP_LABELS`) are not shown."""
+        label = STEP_LABELS.get(name)
+        if label is None:
+            return
+        if seconds is None:
+            self.steps[name] = self.progress.add_task(label, total=None, unit="")
+        elif name in self.steps:
+            self.progress.update(self.steps[name], total=1, completed=1, unit=f"{seconds:.1f} s")
 
     def __enter__(self) -> BatchProgress:
         self.progress.start()

@@ -20,7 +20,7 @@ from eqagen.config import PipelineConfig
 from eqagen.flows import pipeline, runners
 from eqagen.flows.pool import RunDriver
 from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
-from eqagen.flows.timeline import Timeline
+from eqagen.flows.timeline import SectionListener, Timeline
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
 
 T = TypeVar("T")
@@ -68,13 +68,14 @@ def run_with_prefect(
     on_batch: Callable | None = None,
     server: LocalPrefectServer | None = None,
     started_at: float | None = None,
+    on_stage: SectionListener | None = None,
 ) -> pipeline.RunSummary:
     """Start the workers and the work, then Prefect: finish starting the local server (``server``, launched
     earlier by the caller, or one started here), run the flow against it, and stop everything (also on
     SIGTERM, Ctrl-C and errors). ``started_at`` is the command's start (``time.perf_counter``), from which
-    wall time counts."""
+    wall time counts; ``on_stage``: told as each of the run's own steps starts and ends."""
     wall = started_at or time.perf_counter()
-    timeline = Timeline(started=time.time() - (time.perf_counter() - wall))
+    timeline = Timeline(started=time.time() - (time.perf_counter() - wall), on_section=on_stage)
     check_paraphrase_endpoint(config.paraphrase)  # a named model's endpoint answers, before any work
     server = server or LocalPrefectServer(prefect_home)
     ctx = pipeline.make_context(config, Path(out_dir))

@@ -79,13 +79,19 @@ class Section:
     seconds: float = 0.0
 
 
+SectionListener = Callable[[str, float | None], None]  # (stage, None) at its start, (stage, seconds) at its end
+
+
 class Timeline:
     """The spans of one run, added from any thread."""
 
-    def __init__(self, started: float | None = None):
+    def __init__(self, started: float | None = None, on_section: SectionListener | None = None):
+        """``on_section``: told of each section as it starts (``stage, None``) and ends (``stage, seconds``),
+        so that a progress display can say what runs."""
         self.started = time.time() if started is None else started
         self.spans: list[Span] = []
         self._lock = threading.Lock()
+        self.on_section = on_section
 
     def add(self, span: Span) -> None:
         with self._lock:
@@ -96,12 +102,16 @@ class Timeline:
         """Time the block as the run's own process's work; the :class:`Section` it gives holds its seconds
         once the block is done."""
         section, start = Section(), time.time()
+        if self.on_section:
+            self.on_section(stage, None)
         try:
             yield section
         finally:
             end = time.time()
             section.seconds = end - start
             self.add(Span(stage, start, end, MAIN))
+            if self.on_section:
+                self.on_section(stage, section.seconds)
 
     def barrier(self) -> None:
         """Mark that the units submitted from now on need the units the run waited for before (the run's

@@ -107,5 +107,6 @@ def write_audit_files(
     write_json_atomic(stats, out_dir / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
     if report:
-        write_report(stats, out_dir / "report.html", [plot.result() for plot in plots] if plots else None)
+        drawn = [plot.result() for plot in plots] if plots else None
+        write_report(stats, out_dir / "report.html", drawn, manifest=manifest)
     return stats

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError
+from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError, split_name
 from eqagen.outputs.atomic import write_text_atomic
 from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.harness import export_lmms_eval, export_vlmevalkit
@@ -59,6 +59,7 @@ def _questions(out_dir: Path, split: str | None, columns: tuple[str, ...] | None
     their checksums and row counts, ids unique), one split or all, sorted by id."""
     table = open_dataset(Path(out_dir)).read("questions", columns)
     if split:
+        split = split_name(split)
         present = sorted(set(table["split"].to_pylist()))
         if split not in present:
             raise ConfigError("--split", f"no questions in split '{split}'", ", ".join(present))

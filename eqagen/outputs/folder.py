@@ -148,7 +148,7 @@ def claim_output(out_dir: Path, fingerprint: str, overwrite: bool = False, comma
 
 
 def split_names(values: Iterable[str]) -> list[str]:
-    """The splits a questions table is written as: train, val and test always (an empty split gets an empty
+    """The splits a questions table is written as: train, validation and test always (an empty split gets an empty
     shard, so the layout and the dataset card never miss one), then any other value, sorted."""
     return [*SPLITS, *sorted(set(values) - set(SPLITS))]
 
@@ -161,7 +161,7 @@ def split_tables(table: pa.Table) -> dict[str, pa.Table]:
 class DatasetWriter:
     """A new dataset written into ``OUT/.eqagen/staging/`` (emptied first), then swapped in by :meth:`commit`.
 
-    Questions go to ``questions/<split>-NNNNN-of-MMMMM.parquet`` (train, val and test always), episodes
+    Questions go to ``questions/<split>-NNNNN-of-MMMMM.parquet`` (train, validation and test always), episodes
     to ``episodes/episodes-NNNNN-of-MMMMM.parquet``; rows keep the order they are added in."""
 
     def __init__(self, out_dir: Path, rows_per_shard: int):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from eqagen.core import Episode, QARecord
+from eqagen.core import Episode, QARecord, split_name
 from eqagen.outputs.dataset import Dataset, open_dataset, read_shards
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.paraphrase.tables import records_from_table
@@ -44,5 +44,5 @@ def read_questions(source: DatasetSource, split: str | None = None) -> list[QARe
     """The questions of a dataset folder (verified against its manifest first), all or one split's."""
     table = read_shards(as_dataset(source).shards("questions"), QUESTIONS_SCHEMA)
     if split is not None:
-        table = table.filter(pc.equal(table["split"], split))
+        table = table.filter(pc.equal(table["split"], split_name(split)))
     return records_from_table(table)

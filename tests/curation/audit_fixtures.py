@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from eqagen.core import OPENEQA_CATEGORIES, Entities, Episode, Steps, Timeline
 from eqagen.outputs.shards import sha256_of
 
-SPLITS = ("train", "val", "test")
+SPLITS = ("train", "validation", "test")
 QUERY_TYPES = ("count", "listObjects", "getState", "getProperty", "getLocation")
 FAMILIES = ("property", "location", "state", "position", "moment")
 
@@ -46,7 +46,7 @@ def random_episode(rng: np.random.Generator, episode_id: str, scene_id: str) -> 
 
 def random_questions(rng: np.random.Generator, n: int, episodes: list[Episode]) -> list[dict]:
     rows = []
-    splits = np.array(["train", "val", "test"])
+    splits = np.array(["train", "validation", "test"])
     for i in range(n):
         ep = episodes[int(rng.integers(len(episodes)))]
         fams = sorted(set(rng.choice(FAMILIES, int(rng.integers(1, 4))).tolist()))

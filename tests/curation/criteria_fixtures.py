@@ -28,7 +28,7 @@ CONFIG = {"generation": {"family": "household"}, "split": {"unseen_fraction": 0.
 
 def split_of(group: int) -> str:
     slot = group % 20
-    return "train" if slot < 14 else "val" if slot < 17 else "test"
+    return "train" if slot < 14 else "validation" if slot < 17 else "test"
 
 
 def scene_of(group: int, member: int, plant: str | None) -> str:

@@ -72,7 +72,7 @@ def unseen_shares(table: pa.Table) -> dict[str, float]:
     data = rows(table, "scene_id", "split")
     train_scenes = {s for s, sp in data if sp == "train"}
     out = {}
-    for name in ("val", "test"):
+    for name in ("validation", "test"):
         members = [s for s, sp in data if sp == name]
         out[name] = sum(s not in train_scenes for s in members) / len(members)
     return out
@@ -80,7 +80,7 @@ def unseen_shares(table: pa.Table) -> dict[str, float]:
 
 def split_fractions(table: pa.Table) -> dict[str, float]:
     counts = Counter(table.column("split").to_pylist())
-    return {name: counts[name] / table.num_rows for name in ("train", "val", "test")}
+    return {name: counts[name] / table.num_rows for name in ("train", "validation", "test")}
 
 
 def stratum_deviation(table: pa.Table, minimum: int = 50) -> float:
@@ -100,7 +100,7 @@ def stratum_deviation(table: pa.Table, minimum: int = 50) -> float:
 
 def assert_split_targets(table: pa.Table, ratios=(0.7, 0.15, 0.15), unseen: float | None = 0.5) -> None:
     fractions = split_fractions(table)
-    for name, target in zip(("train", "val", "test"), ratios):
+    for name, target in zip(("train", "validation", "test"), ratios):
         assert abs(fractions[name] - target) <= 0.02, f"{name}: {fractions[name]:.3f} vs {target}"
     if unseen is not None:
         for name, share in unseen_shares(table).items():

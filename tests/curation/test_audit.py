@@ -54,11 +54,11 @@ def test_blind_baseline_is_majority_answer_accuracy(dataset):
 
 def test_leakage_counts_scenes_and_questions_shared_between_splits(dataset):
     rows = _rows(dataset)
-    by_split = {s: {r["scene_id"] for r in rows if r["split"] == s} for s in ("train", "val", "test")}
+    by_split = {s: {r["scene_id"] for r in rows if r["split"] == s} for s in ("train", "validation", "test")}
     leak = recomputed_stats(load_dataset_folder(dataset))["questions"]["leakage"]
     assert leak["scene_overlap"]["test&train"] == len(by_split["test"] & by_split["train"])
-    keys = {s: {r["balance_key"] for r in rows if r["split"] == s} for s in ("train", "val")}
-    assert leak["balance_keys_in_several_splits"]["train&val"] == len(keys["train"] & keys["val"])
+    keys = {s: {r["balance_key"] for r in rows if r["split"] == s} for s in ("train", "validation")}
+    assert leak["balance_keys_in_several_splits"]["train&validation"] == len(keys["train"] & keys["validation"])
 
 
 def test_episode_stats_recounted(dataset):
@@ -94,7 +94,7 @@ def test_files_outside_the_tables_are_not_shards(dataset):
     _, checks = audit_dir(dataset)
     assert all(c.ok for c in checks if "shards" in c.name)
     extra = dataset / "questions" / "train-00001-of-00002.parquet"
-    extra.write_bytes((dataset / "questions" / "val-00000-of-00001.parquet").read_bytes())
+    extra.write_bytes((dataset / "questions" / "validation-00000-of-00001.parquet").read_bytes())
     _, checks = audit_dir(dataset)
     assert {c.name for c in checks if not c.ok} >= {"no unlisted shards"}
 

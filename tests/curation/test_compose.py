@@ -92,7 +92,7 @@ def test_a_partitioned_split_holds_half_of_val_and_test_out_of_train():
     done, _ = split(out, SplitConfig(ratios=(0.7, 0.15, 0.15)), seed=0)
     splits, scenes = done["split"].to_pylist(), done["scene_id"].to_pylist()
     train_scenes = {s for s, sp in zip(scenes, splits) if sp == "train"}
-    for name in ("val", "test"):
+    for name in ("validation", "test"):
         rows = [s for s, sp in zip(scenes, splits) if sp == name]
         unseen = sum(s not in train_scenes for s in rows) / len(rows)
         assert 0.4 <= unseen <= 0.6, (name, unseen)

@@ -3,11 +3,15 @@ dataset where one criterion's failure is planted (and passing where none is)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import binom, binomtest
 
 from eqagen.cli import main
 from eqagen.curation import criteria as C
@@ -51,7 +55,7 @@ def test_content_is_the_set_of_distinct_group_values():
 # -- unseen share ----------------------------------------------------------------------------------------
 def _split_rows(val_scenes: list[str], test_scenes: list[str]) -> list[dict]:
     rows = [row(f"t{i}", "train", "seen", f"k{i}", ["1"]) for i in range(2)]
-    rows += [row(f"v{i}", "val", s, "kv", ["1"]) for i, s in enumerate(val_scenes)]
+    rows += [row(f"v{i}", "validation", s, "kv", ["1"]) for i, s in enumerate(val_scenes)]
     return rows + [row(f"x{i}", "test", s, "kx", ["1"]) for i, s in enumerate(test_scenes)]
 
 
@@ -59,17 +63,17 @@ def test_unseen_share_counts_records_whose_scene_train_never_uses():
     q = table(_split_rows(["seen", "new1"], ["new2", "seen", "new3", "seen"]))
     result = C.unseen_share(q, targets(q))
     assert result.ok
-    assert result.measured == {"val": {"share": 0.5, "ok": True}, "test": {"share": 0.5, "ok": True}}
-    assert result.target == "each of val and test in [0.45, 0.55]"
+    assert result.measured == {"validation": {"share": 0.5, "ok": True}, "test": {"share": 0.5, "ok": True}}
+    assert result.target == "each of validation and test in [0.45, 0.55]"
 
 
 def test_unseen_share_misses_a_split_outside_the_target():
     q = table(_split_rows(["seen", "seen", "seen", "new"], ["new", "seen"]))  # val 1/4
     result = C.unseen_share(q, targets(q))
-    assert not result.ok and result.measured["val"] == {"share": 0.25, "ok": False}
-    assert "missed: val" in result.detail
+    assert not result.ok and result.measured["validation"] == {"share": 0.25, "ok": False}
+    assert "missed: validation" in result.detail
     lower = C.unseen_share(q, targets(q, {"split": {"unseen_fraction": 0.25}}))  # the target is the config's
-    assert lower.measured["val"]["ok"] and not lower.measured["test"]["ok"]
+    assert lower.measured["validation"]["ok"] and not lower.measured["test"]["ok"]
 
 
 def test_unseen_share_does_not_apply_to_a_split_file_or_an_empty_held_out_split():
@@ -82,8 +86,8 @@ def test_unseen_share_does_not_apply_to_a_split_file_or_an_empty_held_out_split(
 def test_unseen_share_of_a_split_by_scene_is_all_of_it():
     q = table(_split_rows(["new1", "new2"], ["new3", "seen"]))
     result = C.unseen_share(q, targets(q, {"split": {"by": "scene"}}))
-    assert result.target == "each of val and test in [0.95, 1.00]"
-    assert result.measured == {"val": {"share": 1.0, "ok": True}, "test": {"share": 0.5, "ok": False}}
+    assert result.target == "each of validation and test in [0.95, 1.00]"
+    assert result.measured == {"validation": {"share": 1.0, "ok": True}, "test": {"share": 0.5, "ok": False}}
 
 
 # -- content balance -------------------------------------------------------------------------------------
@@ -110,27 +114,63 @@ def test_mix_targets_weigh_unnamed_names_as_the_average_named_one():
     assert normalised_targets(["a", "b", "c"], {"a": 1.0, "b": 3.0}) == {"a": 0.166667, "b": 0.5, "c": 0.333333}
 
 
+def test_share_bounds_are_the_binomial_interval_and_at_least_the_tolerance():
+    # many items: the binomial interval is narrower than ±0.03, so ±0.03 is the bound
+    assert C.share_bounds(0.2, 10_000) == (0.17, 0.23)
+    # few items: the 99% binomial interval of 10 draws at 0.2 is 0 to 6 hits
+    assert binom.interval(0.99, 10, 0.2) == (0.0, 6.0) and C.share_bounds(0.2, 10) == (0.0, 0.6)
+    assert C.share_bounds(0.5, 0) == (0.47, 0.53)  # nothing counted: the tolerance alone
+
+
+@given(st.floats(0.0, 1.0), st.integers(0, 5_000))
+def test_share_bounds_hold_the_target_and_the_tolerance(target, n):
+    low, high = C.share_bounds(target, n)
+    assert 0.0 <= low <= target <= high <= 1.0
+    assert low <= max(target - C.MIX_TOLERANCE, 0.0) + 1e-6 and high >= min(target + C.MIX_TOLERANCE, 1.0) - 1e-6
+
+
+def _mix_rows(times: int) -> list[dict]:
+    # per copy, 10 records: count 4, getState 6; 12 filters: property 4 + 2, moment 3, state 3
+    rows = []
+    for t in range(times):
+        rows += [row(f"c{t}-{i}", "train", "s", "k", ["1"], query_type="count", families=["property"])
+                 for i in range(4)]  # fmt: skip
+        rows += [row(f"g{t}-{i}", "train", "s", "k", ["1"], query_type="getState", families=["moment", "state"])
+                 for i in range(3)]  # fmt: skip
+        rows += [row(f"h{t}-{i}", "train", "s", "k", ["1"], query_type="getState", families=["property"])
+                 for i in range(2)]  # fmt: skip
+        rows.append(row(f"none{t}", "train", "s", "k", ["1"], query_type="getState", families=[]))
+    return rows
+
+
 def test_mix_shares_against_the_config():
-    # 10 records: count 4, getState 6; 12 filters: property 4 + 2, moment 3, state 3
-    rows = [row(f"c{i}", "train", "s", "k", ["1"], query_type="count", families=["property"]) for i in range(4)]
-    rows += [row(f"g{i}", "train", "s", "k", ["1"], query_type="getState", families=["moment", "state"])
-             for i in range(3)]  # fmt: skip
-    rows += [row(f"h{i}", "train", "s", "k", ["1"], query_type="getState", families=["property"]) for i in range(2)]
-    rows.append(row("none", "train", "s", "k", ["1"], query_type="getState", families=[]))
-    q = table(rows)
+    q = table(_mix_rows(10))  # 100 records, 120 filters
     config = {"questions": {"query_mix": {"count": 0.4, "getState": 0.6, "listObjects": 0, "getProperty": 0,
                                           "getLocation": 0},
                             "family_mix": {"property": 0.5, "moment": 0.25, "state": 0.25, "location": 0,
                                            "position": 0}}}  # fmt: skip
     result = C.mix(q, targets(q, config))
     assert result.ok, result.detail
-    assert result.measured["query_type"]["count"] == {"share": 0.4, "target": 0.4, "ok": True}
-    assert result.measured["filter_family"]["moment"] == {"share": 0.25, "target": 0.25, "ok": True}
+    low, high = C.share_bounds(0.4, 100)
+    assert result.measured["query_type"]["count"] == {"share": 0.4, "target": 0.4, "low": low, "high": high,
+                                                      "ok": True}  # fmt: skip
+    assert result.measured["filter_family"]["moment"]["share"] == 0.25
     assert result.measured["moment_floor"] == {"share": 0.25, "minimum": 0.25, "ok": True}
+    assert "binomial interval" in result.test
     default = C.mix(q, targets(q))  # the default mix: every query 0.2, moment 0.15
     assert not default.ok
-    assert default.measured["query_type"]["getState"] == {"share": 0.6, "target": 0.2, "ok": False}
-    assert "query getState 0.600 vs 0.200" in default.detail
+    assert default.measured["query_type"]["getState"]["share"] == 0.6
+    assert not default.measured["query_type"]["getState"]["ok"]
+    assert f"query getState 0.600 outside [{C.share_bounds(0.2, 100)[0]:.3f}" in default.detail
+
+
+def test_mix_tolerance_depends_on_the_count():
+    # the same shares from 10 records: getState 0.6 against 0.2 is what 10 draws at 0.2 can give (0 to 6 hits)
+    q = table(_mix_rows(1))
+    small = C.mix(q, targets(q))
+    assert small.measured["query_type"]["getState"]["ok"]
+    q100 = table(_mix_rows(10))
+    assert not C.mix(q100, targets(q100)).measured["query_type"]["getState"]["ok"]
 
 
 def test_mix_moment_floor_holds_even_within_the_tolerance():
@@ -169,8 +209,57 @@ def test_blind_baselines_against_chance_by_hand():
     majority = result.measured["majority"]["overall"]
     assert majority["chance"] == pytest.approx(5 / 12, abs=1e-6)
     assert majority["accuracy"] == pytest.approx(3 / 6, abs=1e-6)  # "2" twice in A, "x" once in B
-    assert majority["ok"] is False and not result.ok  # 0.5 vs 0.417
-    assert result.measured["majority"]["per_query_type"]["count"]["ok"] is None  # 6 test records: not judged
+    # 3 hits of 6 at chance 5/12: far from significant (a fixed 2-point rule would have failed it)
+    assert majority["p_value"] == pytest.approx(binomtest(3, 6, 5 / 12).pvalue, abs=1e-6)
+    assert majority["ok"] and result.ok
+    assert majority["within_2_points"] is None  # 6 records: 2 points are far less than 2 standard errors
+
+
+def test_holm_adjusts_by_rank_and_keeps_the_order():
+    # by hand: sorted 0.01, 0.02, 0.04, 0.5 -> 4 * 0.01, max(0.04, 3 * 0.02), max(0.06, 2 * 0.04), 0.5
+    assert C.holm([0.04, 0.5, 0.01, 0.02]) == pytest.approx([0.08, 0.5, 0.04, 0.06])
+    assert C.holm([]) == []
+
+
+@given(st.lists(st.floats(0.0, 1.0), max_size=30))
+def test_holm_never_lowers_a_p_value_and_keeps_their_order(p_values):
+    adjusted = C.holm(p_values)
+    assert all(p - 1e-12 <= a <= 1.0 for p, a in zip(p_values, adjusted))
+    pairs = sorted(zip(p_values, adjusted))
+    assert all(a1 <= a2 + 1e-12 for (_, a1), (_, a2) in pairwise(pairs))
+
+
+def _answered(n: int, hits: int, query: str = "count") -> dict:
+    """accuracy_against_chance of n test records at chance 1/2, ``hits`` of them answered right."""
+    truth = ["a"] * n
+    answers = ["a"] * hits + ["b"] * (n - hits)
+    return C.accuracy_against_chance(answers, truth, np.full(n, 0.5), [query] * n)
+
+
+def test_two_point_rule_is_judged_only_where_it_is_meaningful():
+    # 2,600 records at chance 1/2: one standard error is 0.0098, so 2 points are 2.04 of them
+    off = _answered(2600, 1365)  # 0.525: 2.5 standard errors from chance
+    assert off["overall"]["within_2_points"] is False
+    assert _answered(2600, 1320)["overall"]["within_2_points"] is True  # 0.508
+    assert _answered(400, 260)["overall"]["within_2_points"] is None  # 400 records: 2 points are 0.8 SE
+
+
+def test_judge_blind_fails_a_miss_of_the_two_point_rule_that_holm_does_not_reject():
+    # three models, each tested overall and on one query type: Holm multiplies the smallest p by 6
+    measured = {"m1": _answered(2600, 1365), "m2": _answered(2600, 1300), "m3": _answered(2600, 1300)}
+    p = measured["m1"]["overall"]["p_value"]
+    assert p == pytest.approx(binomtest(1365, 2600, 0.5).pvalue, abs=1e-6) and 0.05 / 6 < p < 0.05
+    missed = C.judge_blind(measured)
+    assert measured["m1"]["overall"]["p_holm"] > 0.05  # not rejected after the correction
+    assert measured["m1"]["overall"]["ok"] is False and measured["m2"]["overall"]["ok"] is True
+    assert missed == ["m1 overall 0.525 more than 0.02 from chance 0.500 (2600 records)"]
+
+
+def test_judge_blind_rejects_what_holm_rejects():
+    measured = {"m1": _answered(2600, 1420), "m2": _answered(2600, 1300)}  # 0.546: p about 2e-6
+    missed = C.judge_blind(measured)
+    assert measured["m1"]["overall"]["p_holm"] <= 0.05 and not measured["m1"]["overall"]["ok"]
+    assert missed[0].startswith("m1 overall 0.546 vs chance 0.500 (1420 of 2600, Holm p")
 
 
 def test_blind_baselines_at_chance_where_each_group_shares_one_text():
@@ -188,10 +277,12 @@ def test_blind_baselines_read_the_paraphrase_where_it_leaks():
             for s in ("train", "test") for g in range(5) for m in (1, 2)]  # fmt: skip
     result = C.blind_baselines(table(rows))
     assert result.measured["tfidf_question"]["overall"]["ok"]
-    # se: the standard error of a guesser at chance on 10 records, sqrt(0.5 * 0.5 / 10)
-    expected = {"n": 10, "accuracy": 1.0, "chance": 0.5, "se": 0.158114, "ok": False}
-    assert result.measured["tfidf_paraphrase"]["overall"] == expected
-    assert "tfidf_paraphrase overall 1.000 vs chance 0.500 (10 records, SE 0.158)" in result.detail
+    # 10 of 10 at chance 1/2: p = 2 / 2^10; 6 tests (3 models, overall and one query type): Holm p 6 p
+    leaked = result.measured["tfidf_paraphrase"]["overall"]
+    assert leaked["p_value"] == pytest.approx(2 / 2**10, abs=1e-6)
+    assert leaked["p_holm"] == pytest.approx(6 * 2 / 2**10, abs=1e-6) and leaked["ok"] is False
+    assert not result.ok
+    assert "tfidf_paraphrase overall 1.000 vs chance 0.500 (10 of 10, Holm p 0.0117)" in result.detail
 
 
 def test_criteria_do_not_depend_on_row_order():

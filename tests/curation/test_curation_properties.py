@@ -63,7 +63,7 @@ def check_pool(p: dict, target: tuple, split_seed: int) -> None:
     config = SplitConfig(ratios=ratios, unseen_fraction=unseen)
     out, split_stats = split(balanced, config, split_seed)
     assert_groups_whole(out)
-    for name in ("train", "val", "test"):
+    for name in ("train", "validation", "test"):
         part = out.filter(pc.equal(out["split"], name))
         assert_exactly_balanced(part)
         assert_blind_baseline_at_chance(part)

@@ -175,3 +175,34 @@ def test_command_line(dataset, tmp_path, capsys):
         args = parse(["resplit", str(dataset), "--out", str(tmp_path / "bad"), *bad])
         with pytest.raises(ConfigError):
             args.func(args)
+
+
+def test_a_resplit_that_misses_the_unseen_fraction_is_an_error_unless_allowed(dataset, tmp_path):
+    argv = ["resplit", str(dataset), "--out", str(tmp_path / "miss"), "--unseen-fraction", "0.95", "--no-report"]
+    args = parse(argv)
+    with pytest.raises(ConfigError) as err:
+        args.func(args)
+    assert err.value.key == "--unseen-fraction" and "outside [0.90, 1.00]" in err.value.problem
+    assert "--allow-miss" in err.value.allowed
+    assert not (tmp_path / "miss" / "manifest.json").exists() and not list((tmp_path / "miss").rglob("*.parquet"))
+    args = parse([*argv, "--allow-miss"])
+    assert args.func(args) == 0
+    after = questions_of(tmp_path / "miss")
+    train = {s for s, sp in zip(after["scene_id"].to_pylist(), after["split"].to_pylist()) if sp == "train"}
+    unseen = [
+        s not in train for s, sp in zip(after["scene_id"].to_pylist(), after["split"].to_pylist()) if sp == "test"
+    ]
+    assert sum(unseen) / len(unseen) < 0.9  # written as asked, and missing as the error said
+
+
+def test_a_split_file_may_name_validation_val(dataset, tmp_path):
+    scenes = sorted(set(questions_of(dataset)["scene_id"].to_pylist()))
+    names = {scene: ("train", "val", "test")[i % 3] for i, scene in enumerate(scenes)}
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps(names))
+    args = parse(["resplit", str(dataset), "--out", str(tmp_path / "v"), "--split-file", str(mapping), "--no-report"])
+    assert args.func(args) == 0
+    after = questions_of(tmp_path / "v")
+    assert set(after["split"].to_pylist()) == {"train", "validation", "test"}
+    expected = [{"val": "validation"}.get(names[s], names[s]) for s in after["scene_id"].to_pylist()]
+    assert after["split"].to_pylist() == expected

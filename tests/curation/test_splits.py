@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from eqagen.core import DataFileError
+from eqagen.core import SPLITS, DataFileError
 from eqagen.curation.balance import balance
 from eqagen.curation.config import BalanceConfig, SplitConfig
 from eqagen.curation.split_file import read_split_file, write_split_file
@@ -38,13 +38,13 @@ def test_default_split_meets_every_target(balanced):
     out, stats = split(balanced, SplitConfig(), seed=1)
     assert_groups_whole(out)
     assert_split_targets(out)
-    for name in ("train", "val", "test"):
+    for name in ("train", "validation", "test"):
         part = out.filter(pa.compute.equal(out["split"], name))
         assert_exactly_balanced(part)  # so every split stays balanced
         assert_blind_baseline_at_chance(part)
     # the stats say what the table shows
     assert stats["fraction"] == pytest.approx(split_fractions(out))
-    assert stats["unseen_share"]["val"] == pytest.approx(unseen_shares(out)["val"])
+    assert stats["unseen_share"]["validation"] == pytest.approx(unseen_shares(out)["validation"])
     assert stats["max_stratum_share_deviation"] == pytest.approx(stratum_deviation(out))
     assert stats["groups_straddling_splits"] == 0
     assert stats["warnings"] == []
@@ -79,7 +79,7 @@ def test_by_scene_keeps_scenes_whole(balanced):
     scene_split = {}
     for scene, name in rows(out, "scene_id", "split"):
         assert scene_split.setdefault(scene, name) == name
-    assert unseen_shares(out) == {"val": 1.0, "test": 1.0}
+    assert unseen_shares(out) == {"validation": 1.0, "test": 1.0}
     fractions = split_fractions(out)
     assert abs(fractions["train"] - 0.7) <= 0.02
     assert stats["groups_straddling_splits"] > 0  # said, not hidden
@@ -109,7 +109,7 @@ def test_split_file_reproduces_a_split(balanced, tmp_path):
     csv_path.write_text("scene_id,split\n" + "".join(f"{k},{v}\n" for k, v in mapping.items()))
     assert read_split_file(csv_path) == mapping
     grouped = tmp_path / "grouped.json"
-    grouped.write_text(json.dumps({n: [k for k, v in mapping.items() if v == n] for n in ("train", "val", "test")}))
+    grouped.write_text(json.dumps({n: [k for k, v in mapping.items() if v == n] for n in SPLITS}))
     assert read_split_file(grouped) == mapping
 
 

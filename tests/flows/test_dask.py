@@ -95,7 +95,7 @@ def test_demo_on_a_real_cluster_gives_the_bytes_of_a_local_run(cluster, tmp_path
     generate(tmp_path / "local", "--runner", "inline")
     digests = shard_digests(tmp_path / "dask")
     # every split's shards and the episodes (the demo's train split fills two shards)
-    assert {Path(p).name.split("-")[0] for p in digests} == {"train", "val", "test", "episodes"}, digests
+    assert {Path(p).name.split("-")[0] for p in digests} == {"train", "validation", "test", "episodes"}, digests
     assert digests == shard_digests(tmp_path / "local"), "Dask and local shards differ"
     ran = workers_that_ran_batches(address)
     assert len(ran) == 2 and all(ran.values()), f"both workers run batches: {ran}"

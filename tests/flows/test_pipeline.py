@@ -48,7 +48,7 @@ def test_layout_manifest_and_checksums(tmp_path, small_config) -> None:
         assert listed[path]["sha256"] == digest
         assert listed[path]["rows"] == pq.read_metadata(tmp_path / path).num_rows
     assert {p for p in listed if p.startswith("questions/")} == {
-        f"questions/{split}-00000-of-00001.parquet" for split in ("train", "val", "test")
+        f"questions/{split}-00000-of-00001.parquet" for split in ("train", "validation", "test")
     }  # 17 rows per shard; the fixture sampler's balanced questions fit in one shard per split
     assert [p for p in listed if p.startswith("episodes/")] == [
         f"episodes/episodes-{k:05d}-of-00002.parquet" for k in range(2)
@@ -61,7 +61,7 @@ def test_layout_manifest_and_checksums(tmp_path, small_config) -> None:
 def test_every_shard_row_matches_its_split_and_episode(tmp_path, small_config) -> None:
     pipeline.generate_inline(small_config(), tmp_path, sampler=fixture_sampler)
     episodes = read_episodes(tmp_path)
-    for split in ("train", "val", "test"):
+    for split in ("train", "validation", "test"):
         for record in read_questions(tmp_path, split):
             assert record.split == split
             ep = episodes[record.episode_id]  # every question's episode is in the episodes table

@@ -65,7 +65,7 @@ def test_rows_are_written_in_batch_order(tmp_path, small_config) -> None:
     order = {b.name: i for i, b in enumerate(stages.plan_batches(config.generation, config.seed))}
     store = BatchStore(pipeline.make_context(config, tmp_path).store_root)
     batch_of_episode = {e: order[name] for name in order for e in store.read_episodes([name])["episode_id"].to_pylist()}
-    for split_name in ("train", "val", "test"):
+    for split_name in ("train", "validation", "test"):
         table = open_dataset(tmp_path).read("questions")
         table = table.filter(pc.equal(table["split"], split_name))
         batches = [batch_of_episode[e] for e in table["episode_id"].to_pylist()]

@@ -20,7 +20,7 @@ FAMILY_PLANS = {
     "navigation": (3, 1, {"policy": "express", "n_scenes": 2}),
     "blockworld": (2, 3, {}),
 }
-SPLITS = ("train", "val", "test")
+SPLITS = ("train", "validation", "test")
 
 
 @lru_cache(maxsize=1)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from eqagen.config import config_hash, load_config
-from eqagen.core import DataFileError
+from eqagen.core import SPLITS, DataFileError
 from eqagen.flows.pipeline import generate_inline
 from eqagen.outputs.dataset import load_dataset_folder, open_dataset
 from eqagen.outputs.folder import (
@@ -71,7 +71,7 @@ def test_the_demo_verifies_and_lists_exactly_its_shards(demo) -> None:
     dataset = open_dataset(demo)
     on_disk = sorted(p.relative_to(demo).as_posix() for t in ("questions", "episodes") for p in (demo / t).iterdir())
     assert sorted(dataset.shard_paths) == on_disk
-    assert {p.split("/")[1].split("-")[0] for p in on_disk if p.startswith("questions/")} == {"train", "val", "test"}
+    assert {p.split("/")[1].split("-")[0] for p in on_disk if p.startswith("questions/")} == set(SPLITS)
 
 
 @pytest.mark.parametrize(

@@ -63,13 +63,12 @@ def test_openeqa_export_has_exactly_openeqa_keys_and_types(dataset, tmp_path, re
 
 
 def test_jsonl_export_of_one_split(dataset, tmp_path):
-    n = export(dataset, "jsonl", tmp_path / "val.jsonl", split="val")
+    n = export(dataset, "jsonl", tmp_path / "val.jsonl", split="val")  # val: the synonym of validation
     lines = (tmp_path / "val.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
-    assert n == len(rows) > 0 and {r["split"] for r in rows} == {"val"}
-    expected = sorted(
-        r["question_id"] for r in load_dataset_folder(dataset).read("questions").to_pylist() if r["split"] == "val"
-    )
+    assert n == len(rows) > 0 and {r["split"] for r in rows} == {"validation"}
+    table = load_dataset_folder(dataset).read("questions").to_pylist()
+    expected = sorted(r["question_id"] for r in table if r["split"] == "validation")
     assert [r["question_id"] for r in rows] == expected
 
 
@@ -95,3 +94,56 @@ def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset
                 pool.close(cancel=False)
         pages.append((out / "report.html").read_text())
     assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9
+
+
+def test_every_rejection_reason_a_stage_defines_has_a_meaning_in_the_report():
+    from eqagen.curation.balance import REASONS as BALANCE_REASONS
+    from eqagen.outputs.report import REJECTION_REASONS, rejection_glossary
+    from eqagen.predicates.validity import RULES
+
+    defined = {*(r for r in BALANCE_REASONS if r != "kept"), *RULES, "not_chosen"}
+    assert defined <= {r for r, meaning in REJECTION_REASONS.items() if meaning}
+    funnel = {"balance": {"rejected": {"surplus_scene": 3, "made_up": 1}}, "ask": {"rejected": {"empty_answer": 2}}}
+    assert rejection_glossary(funnel) == [
+        ("empty_answer", REJECTION_REASONS["empty_answer"]), ("made_up", ""),
+        ("surplus_scene", REJECTION_REASONS["surplus_scene"]),
+    ]  # fmt: skip
+
+
+def test_the_report_says_how_it_was_made_and_lists_splits_and_funnel_in_run_order(dataset):
+    from eqagen.config import load_config, resolved
+    from eqagen.outputs.report import render_report
+
+    stats = json.loads((dataset / "stats.json").read_text())
+    stats["funnel"] = {"split": {"in": 9, "out": 9}, "ask": {"in": 20, "out": 9}, "programs": {"in": 30, "out": 20}}
+    manifest = {"seed": 3, "config": resolved(load_config("demo", ["balance.records=900"])), "versions": {}}
+    page = render_report(stats, plots=[], manifest=manifest)
+    assert "<pre>eqagen generate demo --out OUT --seed 3 --set &#39;balance.records=900&#39;</pre>" in page
+    rows = [page.index(f'<tr><th>{s}</th><td class="num">') for s in ("train", "validation", "test")]
+    assert rows == sorted(rows)
+    assert page.index("<td>programs</td>") < page.index("<td>ask</td>") < page.index("<td>split</td>")
+
+
+def test_plot_targets_are_marked_met_or_missed_by_the_audits_bounds():
+    from eqagen.outputs.report import target_marks
+
+    # 10,000 items: bounds are +-0.03; a at 0.5 (target 0.5) met, b at 0.3 (target 0.2) missed, c has no target
+    marks = target_marks(["a", "b", "c"], [5000.0, 3000.0, 2000.0], {"a": 0.5, "b": 0.2})
+    assert [(y, round(t), met) for y, t, _, _, met in marks] == [(0, 5000, True), (1, 2000, False)]
+    assert [(round(lo), round(hi)) for _, _, lo, hi, _ in marks] == [(4700, 5300), (1700, 2300)]
+    # 100 items: b's 0.3 is within what 100 draws at 0.2 give (the 99% interval reaches 0.31)
+    assert [met for *_, met in target_marks(["a", "b"], [70.0, 30.0], {"a": 0.8, "b": 0.2})] == [True, True]
+
+
+def test_the_report_renders_episodes_without_tasks_or_actions(dataset):
+    # a blockworld run has no tasks: its success rate is null (pqb-minecraft's report failed on it)
+    from eqagen.outputs.report import render_report
+
+    stats = json.loads((dataset / "stats.json").read_text())
+    episodes = stats["dataset"]["episodes"]
+    episodes.update(task_success_rate=None, loop_share=None, action_failure_rate=None)
+    page = render_report(stats, plots=[])
+    assert "ended with their task done" not in page and "a loop" not in page
+    episodes.update(task_success_rate=0.5, loop_share=0.25, action_failure_rate=0.031)
+    page = render_report(stats, plots=[])
+    assert "50% of the episodes ended with their task done" in page and "3.1% failed" in page

@@ -112,10 +112,10 @@ def test_the_few_shot_pool_is_bounded_per_query_type(monkeypatch):
     keys = pa.table({
         "question_id": ["q5", "q1", "q3", "q2", "q4", "q6"],
         "query_type": ["count", "count", "count", "getState", "getState", "count"],
-        "split": ["train", "train", "train", "train", "val", "val"],
+        "split": ["train", "train", "train", "train", "validation", "validation"],
     })  # fmt: skip
     assert pool_question_ids(keys) == {"q1", "q3", "q2"}  # train only, the two smallest ids per type
-    no_train = keys.set_column(2, "split", pa.array(["val"] * 6))
+    no_train = keys.set_column(2, "split", pa.array(["validation"] * 6))
     assert pool_question_ids(no_train) == {"q1", "q3", "q2", "q4"}
 
 

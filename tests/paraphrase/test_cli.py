@@ -21,7 +21,7 @@ def write_input(root, records):
 
 @pytest.fixture
 def dataset(tmp_path):
-    records = generated_records(12, seed=1, split="train") + generated_records(6, seed=2, split="val")
+    records = generated_records(12, seed=1, split="train") + generated_records(6, seed=2, split="validation")
     for r in records[-6:]:
         r.episode_id = r.episode_id + "-val"
     write_input(tmp_path / "in", records)

@@ -48,7 +48,7 @@ def pick(pool, record, n, seed):
 
 
 def test_few_shot_examples_come_from_train_seeded_and_never_the_item_itself():
-    records = generated_records(30, seed=1, split="train") + generated_records(10, seed=2, split="val")
+    records = generated_records(30, seed=1, split="train") + generated_records(10, seed=2, split="validation")
     pool = ExamplePool(records)
     assert {r.split for r in pool.records} == {"train"}
     target = records[3]
