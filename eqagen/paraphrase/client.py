@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import openai
@@ -197,7 +197,7 @@ class ChatClient:
             finally:
                 self.stats.in_flight -= 1
         self.stats.responses += 1  # answered with a 200: billed, whatever the body holds
-        return _completion(response, messages)
+        return self.scrubbed(_completion(response, messages))
 
     async def preflight(self) -> None:
         """Raise :class:`EndpointUnreachable` unless something answers HTTP at the endpoint (``GET
@@ -226,7 +226,12 @@ class ChatClient:
         )
 
     def _scrub(self, text: str) -> str:
-        return scrub(text, (self.endpoint.api_key,))
+        return scrub(text, self.endpoint.secrets)
+
+    def scrubbed(self, completion: Completion) -> Completion:
+        """``completion`` with its reply and its problem scrubbed (:func:`scrub`): what an endpoint sends is
+        scrubbed as it arrives, before any reason, cache row or log can hold it."""
+        return replace(completion, content=self._scrub(completion.content), invalid=self._scrub(completion.invalid))
 
     async def complete(self, messages: list[dict[str, str]], key: str, budget: Budget | None = None) -> Completion:
         """One chat completion, retried on 429, 5xx, timeouts and connection errors. Raises

@@ -159,17 +159,20 @@ class _LLMRun:
         body was no chat completion: that is asked again). None when the budget allows no further request."""
         from eqagen.paraphrase.client import BudgetExhausted, Completion
 
-        key = request_key(self.endpoint.model, messages, self.client.sampling(), self.version)
+        key = request_key(self.endpoint.identity, self.endpoint.model, messages, self.client.sampling(), self.version)
         hit = self.cache.get(key)
         if hit is not None:
             self.counters.cache_hits += 1
-            return Completion(hit.content, 0, 0)
+            return self.client.scrubbed(Completion(hit.content, 0, 0))  # a cache written by an older eqagen
         try:
             done = await self.client.complete(messages, key, self.budget)
         except BudgetExhausted:
             return None
         if not done.invalid:
-            request = {"last_message": messages[-1]["content"], "n_messages": len(messages), **self.client.sampling()}
+            request = {
+                "endpoint": self.endpoint.identity, "last_message": messages[-1]["content"],
+                "n_messages": len(messages), **self.client.sampling(),
+            }  # fmt: skip
             self.cache.put(key, self.endpoint.model, done.content, done.prompt_tokens, done.completion_tokens, request)
         self.budget.tokens += done.prompt_tokens + done.completion_tokens
         self.counters.prompt_tokens += done.prompt_tokens
