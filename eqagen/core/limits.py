@@ -29,6 +29,8 @@ MAX_ROWS_PER_SHARD = 10_000_000  # output.rows_per_shard
 MAX_WORKERS = 4096  # runner.workers as written; a run uses at most the CPUs it may run on (available_cpus)
 MAX_SEED = 2**63 - 1
 MAX_CONFIG_BYTES = 1 << 20  # a YAML config file: configs are a few KB
+MAX_QUESTIONS_PER_EPISODE = 5_000  # questions.questions_per_episode: records sampled per episode
+MAX_ATTEMPTS = 1_000  # questions.attempts_per_question, max_stalled_attempts: programs tried per question
 
 # Data files.
 MAX_COORDINATE = 1e5  # |x|, |y|, |z| of a position in an input file, in metres (one Minecraft block = 1 m)

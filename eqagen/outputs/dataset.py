@@ -149,6 +149,16 @@ def read_shard(path: Path, columns: Iterable[str] | None = None) -> pa.Table:
         raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "restore it or regenerate") from err
 
 
+def check_one_schema(paths: list[Path]) -> None:
+    """A DataFileError naming the first of ``paths`` whose schema (its footer's) differs from the first's:
+    the shards of one table share one schema, whatever version wrote them."""
+    schemas = [(path, shard_metadata(path).schema.to_arrow_schema()) for path in paths]
+    for path, schema in schemas[1:]:
+        if not schema.equals(schemas[0][1], check_metadata=False):
+            problem = f"schema differs from that of {schemas[0][0].name}, another shard of its table"
+            raise DataFileError(path, None, problem, REGENERATE)
+
+
 def read_shards(paths: list[Path], schema: pa.Schema) -> pa.Table:
     """Shards concatenated in path order, each checked against the expected schema."""
     tables = []

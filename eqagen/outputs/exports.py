@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError
 from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.dataset import open_dataset
+from eqagen.outputs.dataset import check_one_schema, open_dataset
 
 EXPORT_FORMATS = ("openeqa", "jsonl", "express")
 OPENEQA_COLUMNS = (
@@ -34,8 +34,11 @@ OPENEQA_COLUMNS = (
 
 def _questions(out_dir: Path, split: str | None, columns: tuple[str, ...] | None = None) -> list[dict]:
     """The questions of a verified dataset (:func:`open_dataset`: only the shards its manifest lists, with
-    their checksums and row counts, ids unique), one split or all, sorted by id."""
-    table = open_dataset(Path(out_dir)).read("questions", columns)
+    their checksums and row counts, ids unique), every shard of one schema (a shard of another schema whose
+    checksum was fixed to match is refused), one split or all, sorted by id."""
+    dataset = open_dataset(Path(out_dir))
+    check_one_schema(dataset.shards("questions"))
+    table = dataset.read("questions", columns)
     if split:
         present = sorted(set(table["split"].to_pylist()))
         if split not in present:

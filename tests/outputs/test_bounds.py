@@ -106,3 +106,20 @@ def test_a_shard_whose_footer_states_an_unbounded_read_is_refused_before_decompr
     edit_manifest(copy, update)
     with pytest.raises(DataFileError, match=r"decompresses to 8,388,[0-9]+ bytes .* more than .*\(4,194,304\)"):
         read_questions(copy)
+
+
+@pytest.mark.parametrize("fmt", ["openeqa", "jsonl"])
+def test_export_refuses_a_shard_of_another_schema_whose_checksum_was_fixed(copy, capsys, fmt) -> None:  # noqa: F811
+    """Regression: `export openeqa|jsonl` wrote a shard whose schema differs from the other shards' (an
+    extra column, the `answer` column retyped), once its checksum in the manifest was fixed to match."""
+    shard = sorted((copy / "questions").glob("*.parquet"))[-1]  # not the first: the others' schema is the rule
+    rel = shard.relative_to(copy).as_posix()
+    table = pq.read_table(shard)
+    table = table.set_column(table.schema.get_field_index("answer"), "answer", pa.array([1] * table.num_rows))
+    pq.write_table(table.append_column("note", pa.array(["x"] * table.num_rows)), shard)
+    edit_manifest(copy, lambda m: [s.update(sha256=sha256_of(shard), bytes=shard.stat().st_size)
+                                   for s in m["shards"] if s["path"] == rel])  # fmt: skip
+    assert main(["export", str(copy), "--format", fmt, "--out", str(copy.parent / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{rel}: schema differs from that of" in err[0], err
+    assert not (copy.parent / "x").exists()
