@@ -180,8 +180,12 @@ def refuse_duplicate_keys(node: yaml.MappingNode) -> None:
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML text as data, anchors and aliases refused (yaml.YAMLError)."""
-    return yaml.load(text, Loader=_NoAliasLoader)
+    """YAML text as data; anchors and aliases, duplicate keys and integers too long to convert refused
+    (yaml.YAMLError)."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except ValueError as err:  # an integer longer than Python converts (4,300 digits)
+        raise yaml.constructor.ConstructorError(None, None, str(err).split(";")[0], None) from None
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:
@@ -198,8 +202,6 @@ def _read_yaml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError("(file)", f"not valid YAML: {yaml_problem(err)}", None, source) from None
     except RecursionError:
         raise ConfigError("(file)", "nested too deeply to be a config", None, source) from None
-    except ValueError as err:  # an integer longer than Python converts (4,300 digits)
-        raise ConfigError("(file)", f"not a usable config: {err}", None, source) from None
     refuse_empty_config(data, source)
     if not isinstance(data, dict):
         raise ConfigError(

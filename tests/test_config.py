@@ -177,7 +177,7 @@ def test_a_config_that_is_not_utf8_or_too_large_names_the_file(tmp_path) -> None
         ("# only a comment\n", "is empty (or only null)"),
         ("seed: 1\nseed: 2\n", "duplicate key 'seed' (line 2, column 1)"),
         ("generation:\n  n_episodes: 3\n  n_episodes: 4\n", "duplicate key 'n_episodes' (line 3, column 3)"),
-        (f"seed: {'9' * 5000}\n", "not a usable config: Exceeds the limit"),
+        (f"seed: {'9' * 5000}\n", "not valid YAML: Exceeds the limit (4300 digits)"),
     ],
 )
 def test_an_empty_file_duplicate_keys_and_huge_integers_are_refused(tmp_path, text, problem) -> None:
