@@ -52,8 +52,12 @@ class ResponseCache:
 
     def __init__(self, path: Path | str | None):
         self.path = Path(path) if path is not None else None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # an unwritable HOME: the fix is another cache, not another --out
+            fix = "pass --cache FILE (paraphrase.cache_path) in a writable folder, or set EQAGEN_CACHE_DIR"
+            raise DataFileError(path, None, f"cannot create the response cache: {err.strerror or err}", fix) from None
         try:
             self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -47,6 +47,7 @@ from eqagen.paraphrase.tables import records_from_table
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 
 BUDGET_REASON = "budget exhausted before this item was paraphrased"
+MAX_REPLY_CHARS = 16_384  # a reply longer than this is rejected unread: a paraphrase is a few hundred characters
 SHOT_MEMO_SIZE = 4096
 
 if TYPE_CHECKING:  # the chat client imports the openai SDK (0.4 s): only a run with a model loads it
@@ -208,6 +209,11 @@ class _LLMRun:
                 self.counters.rejections[reason_category(reply.invalid)] += 1
                 continue
             model = self.endpoint.model
+            if len(reply.content) > MAX_REPLY_CHARS:  # never parsed nor validated: 200 KB took seconds each
+                reasons = (f"reply too long ({len(reply.content):,} characters, more than {MAX_REPLY_CHARS:,})",)
+                self.counters.rejections[reason_category(reasons[0])] += 1
+                messages = with_retry(messages, reply.content[:200], reasons)
+                continue
             try:
                 question, answer = parse_reply(reply.content)
                 verdict = check_paraphrase(record, question, answer, item)

@@ -8,8 +8,8 @@ script: ``good`` (keeps every fact), ``fenced`` (good JSON inside prose and a co
 ``retry_after``), ``500``, ``503`` (with Retry-After), ``slow`` (a good reply after ``slow_s``, longer
 than the client's timeout), ``nousage`` (good, no usage field), ``close`` (the connection closed in the
 middle of the body), ``invalid_json`` (a 200 whose body is not JSON), ``no_choices`` and
-``no_message`` (a 200 chat completion with fields missing), the echoes of the request's Authorization
-header of :data:`ECHOES`, or the name of a planted fault of
+``no_message`` (a 200 chat completion with fields missing), ``huge`` (a 200 KB reply), the echoes of
+the request's Authorization header of :data:`ECHOES`, or the name of a planted fault of
 :mod:`tests.paraphrase.faults` (``flip relations``, ``more than N``, ``injected instruction``, ...),
 whose rewrite is the reply. The behaviours listed for an item (keyed by its template question, or by
 (question, answer)) are used one per request, in order; then ``default``.
@@ -39,6 +39,7 @@ RAW_BODIES = {
     "no_message": json.dumps({"id": "chatcmpl-local", "object": "chat.completion", "choices": [{"index": 0}]}).encode(),
 }
 CLOSE_MID_REPLY = "close"
+HUGE = "huge"  # a 200 KB reply: a good rewrite padded with 20,000 words
 # Behaviours that echo the request's Authorization header back, as a careless proxy or server does: in
 # every field of a chat completion (its reply, id, model, fingerprint, finish reason), as an HTML proxy
 # error page with status 200 or 502, and in a JSON error's message.
@@ -205,6 +206,8 @@ class ScriptedChatServer:
         else:
             q, a = good_rewrite(question, answer)
         text = json.dumps({"question": q, "answer": a})
+        if behavior == HUGE:
+            return json.dumps({"question": q, "answer": a + " and so on" * 20_000}), q, a
         if behavior == "malformed":
             return text[: len(text) // 2], q, a
         if behavior == "fenced":

@@ -57,3 +57,11 @@ def test_a_corrupt_cache_file_names_the_file_and_the_fix(tmp_path):
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(DataFileError, match="cache_path"):
         ResponseCache(path)
+
+
+def test_a_cache_that_cannot_be_created_names_the_cache_and_the_fix(tmp_path):
+    """Regression: with HOME unwritable, `paraphrase` said "choose another --out"; the fix is --cache."""
+    blocked = tmp_path / "home"
+    blocked.write_text("a file where the cache's folder would be")
+    with pytest.raises(DataFileError, match=r"cannot create the response cache: .*fix: pass --cache FILE"):
+        ResponseCache(blocked / ".cache" / "eqagen" / "paraphrase.sqlite")
