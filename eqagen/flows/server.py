@@ -315,10 +315,13 @@ class LocalPrefectServer:
         self.port = self.port or free_port(self.host)
         env = {**os.environ, **prefect_environment(self.home, self.port, self.host), "PREFECT__SERVER_EPHEMERAL": "1"}
         parent = os.getpid()
+        # A session of its own: a terminal's Ctrl-C goes to the foreground process group, and reached the
+        # server too, which exited (code 0) and was restarted by the watchdog while the run stopped. The run
+        # stops it itself (stop), and it dies with the run (PR_SET_PDEATHSIG).
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self._command(), env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(parent),
+                preexec_fn=lambda: _die_with_parent(parent), start_new_session=True,
             )  # fmt: skip
 
     def _wait_healthy(self, unless: threading.Event | None = None) -> None:

@@ -198,3 +198,36 @@ def test_a_full_disk_during_the_database_copy_leaves_no_database_and_no_error(tm
     db.parent.mkdir()
     server.seed_database(db)  # a speed-up only: the server migrates a new database itself
     assert sorted(db.parent.iterdir()) == [], "neither a partial database nor a temporary file"
+
+
+# A run's process that launches a stand-in server (a sleeping child: no Prefect needed) and ignores SIGINT.
+CTRL_C_PARENT = textwrap.dedent(
+    """
+    import signal, sys, time
+    from pathlib import Path
+    from eqagen.flows import server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server.seed_database = lambda db: None
+    server.LocalPrefectServer._command = lambda self: [sys.executable, "-c", "import time; time.sleep(60)"]
+    s = server.LocalPrefectServer(Path(sys.argv[1]), port=9)
+    s.launch()
+    print(s.process.pid, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_terminal_ctrl_c_does_not_reach_the_server(tmp_path) -> None:
+    """Regression: Ctrl-C (SIGINT to the terminal's foreground process group) reached Prefect's server too,
+    which exited with code 0 and was restarted by the watchdog ("restarting it") in 2 of 4 trials."""
+    parent = subprocess.Popen([sys.executable, "-c", CTRL_C_PARENT, str(tmp_path / "home")],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        child = int(parent.stdout.readline())
+        os.killpg(parent.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        time.sleep(1.0)
+        assert alive(child), "the server got the terminal's SIGINT"
+        assert os.getsid(child) != os.getsid(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait()
