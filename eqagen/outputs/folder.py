@@ -169,6 +169,7 @@ def claim_output(out_dir: Path, fingerprint: str, overwrite: bool = False, comma
         check_destination(out_dir, fingerprint, overwrite)
     with output_lock(out_dir, command):
         finish_interrupted_commit(out_dir)
+        shutil.rmtree(state_dir(out_dir) / STAGING_NAME, ignore_errors=True)  # a failed run's (a full disk's)
         check_destination(out_dir, fingerprint, overwrite)
         yield
 
