@@ -17,6 +17,7 @@ from eqagen.commands.audit_run import (
 )
 from eqagen.core import ConfigError, DataFileError
 from eqagen.outputs.exports import EXPORT_FORMATS, chosen_split, export
+from eqagen.outputs.folder import refuse_inside_inputs
 from eqagen.outputs.report import write_report
 
 
@@ -64,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    inputs = [args.dir] + ([args.against] if args.against and args.against.is_dir() else [])
+    refuse_inside_inputs(args.json, inputs, "--json")
+    refuse_inside_inputs(args.report, inputs, "--report")
     stats, checks = audit_dir(args.dir)
     readable = all(c.ok for c in checks if not c.measured)  # a missed method criterion leaves the shards readable
     if args.rules and readable:
@@ -108,6 +112,7 @@ def check_format_options(args: argparse.Namespace) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     check_format_options(args)
+    refuse_inside_inputs(args.out, [args.dir], "--out")
     refuse_existing(args.out, args.overwrite)
     n = export(
         args.dir, args.format, args.out, split=args.split, max_observations=args.max_observations, at_step=args.at_step

@@ -12,6 +12,7 @@ from typing import Any
 from eqagen.commands.audit import refuse_existing
 from eqagen.core.errors import ConfigError
 from eqagen.outputs.atomic import write_text_atomic
+from eqagen.outputs.folder import refuse_inside_inputs
 from eqagen.outputs.harness import INSTRUCTION, LETTERS, McqItem, mcq_items, parse_choice, question_text
 from eqagen.outputs.history import history_text
 from eqagen.outputs.retrieval import filter_by_semantic_similarity
@@ -102,6 +103,8 @@ def build_client(args: argparse.Namespace) -> tuple[ChatClient, ResponseCache]:
 
 
 def run_baseline(args: argparse.Namespace) -> int:
+    for option, path in (("--out", args.out), ("--cache", args.cache)):
+        refuse_inside_inputs(path, [args.dir], option)
     refuse_existing(args.out, args.overwrite)
     split = None if args.split == "all" else args.split
     if args.mode == "blind":  # no history read at all
