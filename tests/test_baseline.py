@@ -11,12 +11,15 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
+from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from eqagen.commands.baseline import MODES
+from eqagen.core import QARecord
 from eqagen.outputs.harness import LETTERS, mcq_items
 from tests.outputs.model_fixtures import episodes_and_records, write_family_dataset
 from tests.paraphrase.chat_server import ScriptedChatServer, _completion
@@ -45,9 +48,22 @@ class ReadingServer(ScriptedChatServer):
         return 200, _completion(body, messages, f"The answer is {letter}.", usage=True), {}
 
 
+@lru_cache(maxsize=1)
+def baseline_records() -> tuple[QARecord, ...]:
+    """The fixture's questions, balanced by answer type rather than by question text, so that most questions
+    offer several choices (by question text 90 of the 94 test questions have one): a question's choices are
+    the distinct answers of its query and answer type."""
+    records = episodes_and_records()[1]
+    groups: dict[str, set[str]] = {}
+    for r in records:
+        groups.setdefault(f"{r.query_type}/{r.answer_type}", set()).add(r.answer_key)
+    keyed = [(f"{r.query_type}/{r.answer_type}", r) for r in records]
+    return tuple(replace(r, balance_key=key, choices=sorted(groups[key])) for key, r in keyed)
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    return write_family_dataset(tmp_path_factory.mktemp("families") / "ds")
+    return write_family_dataset(tmp_path_factory.mktemp("families") / "ds", baseline_records())
 
 
 def baseline(*args: str, env: dict | None = None, wait: bool = True):
@@ -76,7 +92,7 @@ def runs(dataset, tmp_path_factory):
 
 def test_three_baselines_end_to_end(dataset, runs, tmp_path):
     server, cache, files = runs
-    records = {r.question_id: r for r in episodes_and_records()[1] if r.split == "test"}
+    records = {r.question_id: r for r in baseline_records() if r.split == "test"}
     for out in files.values():
         rows = read_rows(out)
         assert rows.keys() == records.keys()  # the server's every reply names an option
@@ -129,7 +145,7 @@ def test_a_reply_naming_no_option_writes_no_row(dataset):
     from eqagen.commands.baseline_run import prediction
 
     item = next(iter(mcq_items(dataset, "test", None, render=None)))
-    assert prediction(item, "I cannot tell.")["choice"] is None
+    assert prediction(item, "no idea")["choice"] is None
     row = prediction(item, f"The answer is {item.answer}.")
     assert row["choice"] == item.record.answer_key and row["letter"] == item.answer
 
@@ -160,7 +176,7 @@ def test_a_killed_run_resumes_from_the_cache(dataset, tmp_path):
     one request in flight at the kill is sent twice) and writes the same predictions as an unbroken run."""
     args = ["socratic", str(dataset), "--model", "local-model", "--concurrency", "1", "--cache",
             str(tmp_path / "cache.sqlite")]  # fmt: skip
-    n = sum(r.split == "test" for r in episodes_and_records()[1])
+    n = sum(r.split == "test" for r in baseline_records())
     with ReadingServer(delay_s=0.15) as server:
         proc = baseline(*args, "--base-url", server.base_url, "--out", str(tmp_path / "p.jsonl"), wait=False)
         deadline = time.monotonic() + 120
