@@ -29,7 +29,7 @@ class ReadingServer(ScriptedChatServer):
     """A stand-in for a chat model (we run no real one here): it answers the letter of the option whose words
     the prompt's context (everything before "Question:") holds most often; with no context, A."""
 
-    def reply(self, body: dict):
+    def reply(self, body: dict, auth: str = ""):
         messages = body.get("messages", [])
         prompt = messages[-1]["content"]
         context, _, rest = prompt.partition("Question:")

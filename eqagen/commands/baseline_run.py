@@ -70,7 +70,7 @@ async def ask_all(mode: str, items: list[McqItem], client: ChatClient, cache: Re
 
     async def ask(item: McqItem) -> str | None:
         messages = messages_for(mode, item)
-        key = request_key(client.endpoint.model, messages, sampling, TEMPLATE_VERSION)
+        key = request_key(client.endpoint.identity, client.endpoint.model, messages, sampling, TEMPLATE_VERSION)
         hit = cache.get(key)
         if hit is not None:
             return hit.content

@@ -116,7 +116,7 @@ def test_damaged_shard_is_refused(dataset, tmp_path):
 
 
 def test_output_directory_rules(dataset, tmp_path):
-    with pytest.raises(DataFileError, match="input directory"):
+    with pytest.raises(DataFileError, match="inside the dataset folder"):
         resplit(dataset, dataset, SplitConfig(), seed=0)
     busy = tmp_path / "busy"
     busy.mkdir()
