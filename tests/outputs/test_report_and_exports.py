@@ -77,11 +77,12 @@ def test_jsonl_export_of_one_split(dataset, tmp_path):
 def assert_each_example_beside_its_picture(page: str, stats: dict, dataset) -> None:
     """Each example question of ``stats`` has a picture in its row, and that picture is the drawing of
     ``eqagen show`` of that question (``question_png`` of the question and episode read back)."""
-    from eqagen.outputs.picture import REPORT_DPI, question_png
+    from eqagen.outputs.picture import REPORT_DPI, example_ids, question_png
     from eqagen.outputs.readers import episode_from_row
     from eqagen.paraphrase.tables import records_from_table
 
-    examples = [r for rows in stats["dataset"]["questions"]["examples"].values() for r in rows]
+    examples = [{"question_id": q, "episode_id": e} for q, e in example_ids(stats)]  # the first of each type
+    assert len(examples) == len(stats["dataset"]["questions"]["examples"])
     rows = re.findall(r"<tr><td>(.*?)</td>.*?<img alt=\"question (\w+) in episode ([\w-]+), seen from above\" "
                       r"src=\"data:image/png;base64,([^\"]+)\">", page)  # fmt: skip
     assert examples and [(q, e) for _, q, e, _ in rows] == [(r["question_id"], r["episode_id"]) for r in examples]
@@ -117,8 +118,8 @@ def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset
                 pool.close(cancel=False)
         pages.append((out / "report.html").read_text())
     stats = json.loads((tmp_path / "here" / "stats.json").read_text())
-    n_examples = sum(len(rows) for rows in stats["dataset"]["questions"]["examples"].values())
-    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9 + n_examples
+    n_pictured = len(stats["dataset"]["questions"]["examples"])  # the first example of each query type
+    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9 + n_pictured
     assert_each_example_beside_its_picture(pages[0], stats, dataset)
 
 
