@@ -18,6 +18,7 @@ from eqagen.commands.audit_run import (
 from eqagen.core import ConfigError, DataFileError
 from eqagen.outputs.exports import EXPORT_FORMATS, chosen_split, export
 from eqagen.outputs.folder import refuse_inside_inputs
+from eqagen.outputs.picture import example_pictures
 from eqagen.outputs.report import write_report
 
 
@@ -89,7 +90,9 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.report:
-        write_report(full, args.report, manifest=json.loads((args.dir / "manifest.json").read_text(encoding="utf-8")))
+        manifest = json.loads((args.dir / "manifest.json").read_text(encoding="utf-8"))
+        shards = [s["path"] for s in manifest.get("shards", [])]
+        write_report(full, args.report, manifest=manifest, pictures=example_pictures(args.dir, shards, full))
     return 0 if all(c.ok for c in checks) else 1
 
 
