@@ -47,7 +47,9 @@ def bench_film(alfred: Path, film: Path, split: str, limit: int | None) -> dict:
     parses = read_film_parses(film / FILM_FILES[split])
     metas, errors = [], 0
     t0 = time.perf_counter()
-    for _, ep, _err in film_root(alfred / "json_2.1.0" / split, layouts, parses, catalog, seed=0, limit=limit):
+    root = alfred / "json_2.1.0" / split
+    runs = film_root(root, layouts, parses, catalog, seed=0, limit=limit, every_annotation=True)
+    for _, ep, _err in runs:
         if ep is None:
             errors += 1
             continue
