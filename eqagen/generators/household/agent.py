@@ -328,10 +328,11 @@ class FilmAgent:
         self.map.observe(w.cell, w.yaw, w.horizon, w.agent_y + CAMERA_HEIGHT - w.scene.floor_y)
 
     def sought_enclosed(self) -> bool:
-        """Searching, and every instance of the sought type is shut inside a closed receptacle."""
+        """Searching, and every instance of the sought type that segmentation can pick out is shut inside a
+        closed receptacle: opening one would have found it."""
         if self.phase != "search" or self._seeking is None:
             return False
-        mask = self._candidates(self._seeking)
+        mask = self._candidates(self._seeking) & (self.detect > 0)
         return bool(mask.any() and self.w.hidden[mask].all())
 
     def sought_absent(self) -> bool:

@@ -8,10 +8,11 @@ first (the agent then did the wrong task, whatever else happened), then an episo
 failed actions (collisions when most were blocked moves, else interactions), then a search still going
 at the step limit (the object shut in a closed receptacle when every instance of it was, else not found),
 and anything else as "other" (a time-out while approaching or acting, a plan the agent gave up, and a
-search for a type the floor plan has but the data give no position for: ALFRED's layouts list, say, every
-floor plan's garbage can but place only some, so our scene has none to find; that is a gap in our data,
-not a FILM failure, counted apart in ``sought_unplaced``). A type the floor plan does not have at all
-(FILM's parse asks for a floor lamp in a room with desk lamps only) is FILM's own: not found.
+search for a static type the floor plan has but the data give no position for: ALFRED's layouts list,
+say, every floor plan's garbage can but place only some, so our scene has none to find; that is a gap in
+our data, not a FILM failure, counted apart in ``sought_unplaced``). A type the floor plan does not have
+(FILM's parse asks for a floor lamp in a room with desk lamps only), or a movable object this
+trajectory's scene does not hold (ALFRED varies them per trajectory), is FILM's own: not found.
 """
 
 from __future__ import annotations
