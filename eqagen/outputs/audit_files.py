@@ -40,7 +40,7 @@ from eqagen.curation.criteria import (
 from eqagen.outputs.card import render_card, write_card
 from eqagen.outputs.dataset import read_shard
 from eqagen.outputs.manifest import write_json_atomic
-from eqagen.outputs.picture import example_ids, example_picture, example_pictures
+from eqagen.outputs.picture import drawn_pictures, example_ids, example_picture, example_pictures
 from eqagen.outputs.report import draw_plot, plot_specs, write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo
@@ -114,7 +114,7 @@ def write_audit_files(
     if report:
         drawn = [plot.result() for plot in plots] if plots is not None else None
         if pictures is not None:
-            examples = dict(p.result() for p in pictures)
+            examples = drawn_pictures(p.result() for p in pictures)
         else:
             examples = example_pictures(out_dir, paths, stats)
         write_report(stats, out_dir / "report.html", drawn, manifest=manifest, pictures=examples)

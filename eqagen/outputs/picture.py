@@ -14,7 +14,7 @@ example question (:func:`example_picture`, one unit each on a run's workers, lik
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -216,11 +216,20 @@ def example_picture(out_dir: Path, shards: list[str], question_id: str, episode_
     def paths(table: str) -> list[Path]:
         return [Path(out_dir) / s for s in shards if s.split("/")[0] == table]
 
-    record = records_from_table(the_row(paths("questions"), "question_id", question_id))[0]
+    question = the_row(paths("questions"), "question_id", question_id)
+    episode_ids = [s for path in paths("episodes") for s in pq.read_table(path, columns=["episode_id"])["episode_id"]]
+    if question["program"][0].as_py() is None or episode_id not in {e.as_py() for e in episode_ids}:
+        return question_id, ""  # nothing to draw: a table of synthetic rows (no program, no episode of theirs)
+    record = records_from_table(question)[0]
     episode = episode_from_row(the_row(paths("episodes"), "episode_id", episode_id).to_pylist()[0])
     return question_id, data_uri(question_png(record, episode, REPORT_DPI))
 
 
 def example_pictures(out_dir: Path, shards: list[str], stats: Mapping[str, Any]) -> dict[str, str]:
     """The picture of each example question by question id, drawn here (a run draws them as units)."""
-    return dict(example_picture(out_dir, shards, q, e) for q, e in example_ids(stats))
+    return drawn_pictures(example_picture(out_dir, shards, q, e) for q, e in example_ids(stats))
+
+
+def drawn_pictures(pictures: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The pictures by question id, without the questions that had none to draw."""
+    return {question_id: uri for question_id, uri in pictures if uri}
