@@ -199,14 +199,22 @@ def example_ids(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(r["question_id"], r["episode_id"]) for rows in pictured for r in rows]
 
 
-def the_row(paths: list[Path], column: str, value: str) -> pa.Table:
-    """The first row of the shards at ``paths`` whose ``column`` is ``value``, as a table (the filter reads
-    only the row groups whose statistics may hold it)."""
+def first_row(paths: list[Path], column: str, value: str) -> pa.Table | None:
+    """The first row of the shards at ``paths`` whose ``column`` is ``value``, as a table, or None (the
+    filter reads only the row groups whose statistics may hold it)."""
     for path in paths:
         row = pq.read_table(path, filters=[(column, "==", value)], partitioning=None)
         if row.num_rows:
             return row.slice(0, 1)
-    raise DataFileError(paths[0].parent if paths else Path("."), column, f"no row with {column} '{value}'")
+    return None
+
+
+def the_row(paths: list[Path], column: str, value: str) -> pa.Table:
+    """:func:`first_row`, or a DataFileError where no row has the value."""
+    row = first_row(paths, column, value)
+    if row is None:
+        raise DataFileError(paths[0].parent if paths else Path("."), column, f"no row with {column} '{value}'")
+    return row
 
 
 def example_picture(out_dir: Path, shards: list[str], question_id: str, episode_id: str) -> tuple[str, str]:
@@ -217,11 +225,11 @@ def example_picture(out_dir: Path, shards: list[str], question_id: str, episode_
         return [Path(out_dir) / s for s in shards if s.split("/")[0] == table]
 
     question = the_row(paths("questions"), "question_id", question_id)
-    episode_ids = [s for path in paths("episodes") for s in pq.read_table(path, columns=["episode_id"])["episode_id"]]
-    if question["program"][0].as_py() is None or episode_id not in {e.as_py() for e in episode_ids}:
+    episode_row = first_row(paths("episodes"), "episode_id", episode_id)
+    if question["program"][0].as_py() is None or episode_row is None:
         return question_id, ""  # nothing to draw: a table of synthetic rows (no program, no episode of theirs)
     record = records_from_table(question)[0]
-    episode = episode_from_row(the_row(paths("episodes"), "episode_id", episode_id).to_pylist()[0])
+    episode = episode_from_row(episode_row.to_pylist()[0])
     return question_id, data_uri(question_png(record, episode, REPORT_DPI))
 
 

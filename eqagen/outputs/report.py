@@ -176,6 +176,8 @@ def _plain(value: Any) -> bool:
 
 
 def _number(value: Any) -> str:
+    if value is None:  # stats.json's null: a value the criterion does not judge for this dataset
+        return "not judged"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
