@@ -25,7 +25,7 @@ from eqagen.outputs.dataset import Dataset, open_dataset
 from eqagen.outputs.folder import DatasetWriter, claim_output, refuse_inside_inputs
 from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
-from eqagen.outputs.shards import ShardInfo, sort_rows
+from eqagen.outputs.shards import ShardInfo, file_schema_sha256, sort_rows
 
 
 def rows_per_shard(source: Dataset) -> int:
@@ -38,9 +38,10 @@ def rows_per_shard(source: Dataset) -> int:
 
 
 def episode_sources(source: Dataset) -> list[tuple[Path, ShardInfo]]:
-    """The input's episode shards with what its (verified) manifest says of them, in path order."""
-    info = {s.path: ShardInfo(s.path, s.rows, s.sha256, s.bytes) for s in source.manifest.shards}
-    return [(path, info[rel]) for rel, path in sorted(source.shard_paths.items()) if rel.startswith("episodes/")]
+    """The input's episode shards with what its (verified) manifest says of them, and their schemas, in path order."""
+    info = {s.path: s for s in source.manifest.shards}
+    return [(path, ShardInfo(rel, info[rel].rows, info[rel].sha256, info[rel].bytes, file_schema_sha256(path)))
+            for rel, path in sorted(source.shard_paths.items()) if rel.startswith("episodes/")]  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ three steps:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -223,7 +224,7 @@ class DatasetWriter:
             rel = f"episodes/{shard_name('episodes', index, len(sources))}"
             with atomic_path(self.staging / rel) as tmp:
                 shutil.copyfile(path, tmp)
-            self.copied.append(ShardInfo(rel, info.rows, info.sha256, info.bytes))
+            self.copied.append(dataclasses.replace(info, path=rel))
 
     def add_staged(self, info: ShardInfo, partial: ShardPartial) -> None:
         """A shard that a unit wrote into :attr:`staging` under its final name, with its partial statistics

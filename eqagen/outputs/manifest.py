@@ -1,7 +1,8 @@
 """``manifest.json``: what was made, from what, and the checksum of every shard.
 
 Holds the resolved config, the seed, the versions of eqagen and of the libraries that shape the bytes,
-the row counts per table and split, the sha256 of every shard, the other files the dataset owns
+the row counts per table and split, the sha256 of every shard and of each table's schema
+(``schema_sha256``: a shard of another schema is refused by every reader), the other files the dataset owns
 (``files``) and the ``fingerprint`` of what made it (the config hash for ``eqagen generate``; a
 derived dataset's command hashes its input and settings). No timestamps or host names: two runs of the
 same config and seed write the same manifest (timings go to stats.json, not here).
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -60,6 +61,17 @@ def row_counts(shards: list[ShardInfo]) -> dict[str, Any]:
     return counts
 
 
+def table_schemas(shards: list[ShardInfo]) -> dict[str, str]:
+    """``{table: schema_sha256}``: the one schema every shard of a table has (a writer that made two is a bug)."""
+    schemas: dict[str, set[str]] = {}
+    for s in shards:
+        schemas.setdefault(s.path.split("/")[0], set()).add(s.schema_sha256)
+    mixed = sorted(table for table, found in schemas.items() if len(found) > 1)
+    if mixed:
+        raise ValueError(f"the shards of {', '.join(mixed)} were written with more than one schema")
+    return {table: found.pop() for table, found in sorted(schemas.items())}
+
+
 def build_manifest(
     config: dict[str, Any],
     seed: int,
@@ -78,6 +90,7 @@ def build_manifest(
         "versions": package_versions(),
         "rows": row_counts(shards),
         "shards": [s.to_dict() for s in sorted(shards, key=lambda s: s.path)],
+        "schema_sha256": table_schemas(shards),
         "files": sorted(files),
     }
 
@@ -118,6 +131,9 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
 # --- the manifest checked ---------------------------------------------------------------------------
 
 
+SHA256 = r"^[0-9a-f]{64}$"
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -125,7 +141,7 @@ class _Strict(BaseModel):
 class ShardEntry(_Strict):
     path: str = Field(min_length=1)
     rows: int = Field(ge=0)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sha256: str = Field(pattern=SHA256)
     bytes: int = Field(ge=0)
 
 
@@ -147,6 +163,8 @@ class Manifest(_Strict):
     config: dict[str, Any]
     rows: RowCounts
     shards: list[ShardEntry]
+    # Each table's schema (shards.schema_sha256); None in a manifest written before eqagen recorded it.
+    schema_sha256: dict[Literal["questions", "episodes"], Annotated[str, Field(pattern=SHA256)]] | None = None
     files: list[Literal["README.md", "report.html", "stats.json"]] = list(DATASET_FILES)
 
     @property

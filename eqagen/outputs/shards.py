@@ -20,7 +20,7 @@ import errno
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -48,9 +48,24 @@ class ShardInfo:
     rows: int
     sha256: str
     bytes: int
+    schema_sha256: str  # :func:`footer_schema_sha256`; the manifest records one per table
 
     def to_dict(self) -> dict[str, object]:
         return {"path": self.path, "rows": self.rows, "sha256": self.sha256, "bytes": self.bytes}
+
+
+def footer_schema_sha256(meta: pq.FileMetaData) -> str:
+    """The sha256 of a Parquet file's schema as its footer states it (what every reader sees), one ``name:
+    type`` line per column: nested names (a list's items are ``element`` there), types and nullability, no
+    metadata. The manifest records it per table and every reader compares each shard's with it, so a shard of
+    another schema is refused even when its checksum was fixed to match."""
+    schema = meta.schema.to_arrow_schema()
+    text = "\n".join(f"{f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in schema)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_schema_sha256(path: Path) -> str:
+    return footer_schema_sha256(pq.read_metadata(path))
 
 
 def sha256_of(path: Path) -> str:
@@ -96,7 +111,7 @@ def write_shard(table: pa.Table, out_dir: Path, rel: str) -> ShardInfo:
     """``table`` written atomically as ``out_dir/rel`` (its final name); returns what the manifest records."""
     path = Path(out_dir) / rel
     write_parquet_atomic(table, path)
-    return ShardInfo(rel, table.num_rows, sha256_of(path), path.stat().st_size)
+    return ShardInfo(rel, table.num_rows, sha256_of(path), path.stat().st_size, file_schema_sha256(path))
 
 
 def sort_rows(table: pa.Table, key: str) -> pa.Table:
@@ -125,7 +140,7 @@ class ShardWriter:
         self.rows_per_shard, self.schema = rows_per_shard, schema
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
-        self.written: list[tuple[Path, int, str, int]] = []  # (path, rows, sha256, bytes) under working names
+        self.written: list[ShardInfo] = []  # under working names
 
     def add(self, table: pa.Table) -> None:
         if table.num_rows:
@@ -138,17 +153,17 @@ class ShardWriter:
         if self.pending_rows or not self.written:
             self._write_next(self.pending_rows)
         infos = []
-        for index, (path, rows, digest, size) in enumerate(self.written):
+        for index, info in enumerate(self.written):
             final = self.target / shard_name(self.prefix, index, len(self.written))
-            os.replace(path, final)
-            infos.append(ShardInfo(final.relative_to(self.out_dir).as_posix(), rows, digest, size))
+            os.replace(self.out_dir / info.path, final)
+            infos.append(replace(info, path=final.relative_to(self.out_dir).as_posix()))
         return infos
 
     def _write_next(self, n_rows: int) -> None:
         table = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
         part, rest = table.slice(0, n_rows), table.slice(n_rows)
         info = write_shard(part, self.out_dir, f"{self.table}/{self.prefix}-{len(self.written):05d}.parquet")
-        self.written.append((self.out_dir / info.path, info.rows, info.sha256, info.bytes))
+        self.written.append(info)
         self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
 

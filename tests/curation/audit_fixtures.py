@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eqagen.core import OPENEQA_CATEGORIES, Entities, Episode, Steps, Timeline
-from eqagen.outputs.shards import sha256_of
+from eqagen.outputs.shards import file_schema_sha256, sha256_of
 
 SPLITS = ("train", "validation", "test")
 QUERY_TYPES = ("count", "listObjects", "getState", "getProperty", "getLocation")
@@ -71,23 +71,27 @@ def random_questions(rng: np.random.Generator, n: int, episodes: list[Episode]) 
 
 def write_dataset(out: Path, seed: int = 0, n_questions: int = 400) -> Path:
     """The documented layout (questions/<split>-00000-of-00001.parquet, episodes/episodes-00000-of-00001.parquet)
-    and a manifest listing every shard with its rows and sha256, written by hand."""
+    and a manifest listing every shard with its rows and sha256, and each table's one schema (inferred from
+    all of its rows, so that every split's shard has it), written by hand."""
     rng = np.random.default_rng(seed)
     episodes = [random_episode(rng, f"ep{i}", f"scene{i % 7}") for i in range(20)]
     rows = random_questions(rng, n_questions, episodes)
+    schemas = {"questions": pa.Table.from_pylist(rows).schema,
+               "episodes": pa.Table.from_pylist([ep.to_dict() for ep in episodes]).schema}  # fmt: skip
     tables = {f"questions/{s}-00000-of-00001.parquet": [r for r in rows if r["split"] == s] for s in SPLITS}
     tables["episodes/episodes-00000-of-00001.parquet"] = [ep.to_dict() for ep in episodes]
     shards = []
     for rel, part in tables.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(part), out / rel)
+        pq.write_table(pa.Table.from_pylist(part, schema=schemas[rel.split("/")[0]]), out / rel)
         shards.append({"path": rel, "rows": len(part), "sha256": sha256_of(out / rel),
                        "bytes": (out / rel).stat().st_size})  # fmt: skip
     counts = {s: len(tables[f"questions/{s}-00000-of-00001.parquet"]) for s in SPLITS}
     manifest = {
         "format": "eqagen-dataset", "format_version": 2, "seed": seed, "config_hash": "fixture", "config": {},
         "rows": {"episodes": len(episodes), "questions": counts, "questions_total": len(rows)},
-        "shards": shards, "files": ["stats.json"],
+        "shards": shards, "schema_sha256": {rel.split("/")[0]: file_schema_sha256(out / rel) for rel in tables},
+        "files": ["stats.json"],
     }  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     return out

@@ -108,18 +108,47 @@ def test_a_shard_whose_footer_states_an_unbounded_read_is_refused_before_decompr
         read_questions(copy)
 
 
-@pytest.mark.parametrize("fmt", ["openeqa", "jsonl"])
-def test_export_refuses_a_shard_of_another_schema_whose_checksum_was_fixed(copy, capsys, fmt) -> None:  # noqa: F811
-    """Regression: `export openeqa|jsonl` wrote a shard whose schema differs from the other shards' (an
-    extra column, the `answer` column retyped), once its checksum in the manifest was fixed to match."""
-    shard = sorted((copy / "questions").glob("*.parquet"))[-1]  # not the first: the others' schema is the rule
-    rel = shard.relative_to(copy).as_posix()
+def retyped(shard: Path) -> None:
+    """``shard`` rewritten with another schema (the `answer` column retyped, a column added), same rows."""
     table = pq.read_table(shard)
     table = table.set_column(table.schema.get_field_index("answer"), "answer", pa.array([1] * table.num_rows))
     pq.write_table(table.append_column("note", pa.array(["x"] * table.num_rows)), shard)
+
+
+@pytest.mark.parametrize("which", ["one shard", "every shard"])
+@pytest.mark.parametrize("fmt", ["openeqa", "jsonl"])
+def test_export_refuses_a_shard_of_another_schema_whose_checksum_was_fixed(copy, capsys, fmt, which) -> None:  # noqa: F811
+    """Regression: `export openeqa|jsonl` wrote a shard whose schema differs from the manifest's, once its
+    checksum in the manifest was fixed to match. With every questions shard retyped alike, the shards agree
+    with one another: only the schema the manifest records (`schema_sha256`) tells them from the dataset's."""
+    shards = sorted((copy / "questions").glob("*.parquet"))
+    tampered = shards[-1:] if which == "one shard" else shards
+    for shard in tampered:
+        retyped(shard)
+    fixed = {s.relative_to(copy).as_posix(): s for s in tampered}
+    edit_manifest(copy, lambda m: [s.update(sha256=sha256_of(fixed[s["path"]]), bytes=fixed[s["path"]].stat().st_size)
+                                   for s in m["shards"] if s["path"] in fixed])  # fmt: skip
+    dest = copy.parent / "x"
+    dest.write_text("the user's own file\n")
+    assert main(["export", str(copy), "--format", fmt, "--out", str(dest), "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    first = sorted(fixed)[0]
+    assert len(err) == 1 and err[0].startswith(f"eqagen: error: {copy / first} [shard schemas match the manifest]: "
+                                               "its schema (sha256 "), err  # fmt: skip
+    assert "differs from the one manifest.json records for questions" in err[0] and "; fix: " in err[0], err
+    assert dest.read_text() == "the user's own file\n", "the user's file was touched"
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["copy", "x"], "something was written beside it"
+
+
+def test_a_manifest_from_before_schemas_were_recorded_still_has_one_schema_per_table(copy) -> None:  # noqa: F811
+    """A manifest without `schema_sha256` (written before eqagen recorded it) is read, and its table's first
+    shard stands in for the schema: a later shard of another schema is refused."""
+    shard = sorted((copy / "questions").glob("*.parquet"))[-1]
+    rel = shard.relative_to(copy).as_posix()
+    edit_manifest(copy, lambda m: m.pop("schema_sha256"))
+    assert len(read_questions(copy)) > 0
+    retyped(shard)
     edit_manifest(copy, lambda m: [s.update(sha256=sha256_of(shard), bytes=shard.stat().st_size)
                                    for s in m["shards"] if s["path"] == rel])  # fmt: skip
-    assert main(["export", str(copy), "--format", fmt, "--out", str(copy.parent / "x")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"{rel}: schema differs from that of" in err[0], err
-    assert not (copy.parent / "x").exists()
+    with pytest.raises(DataFileError, match=f"{rel} .*: its schema differs from that of questions/.*, another shard"):
+        read_questions(copy)

@@ -34,7 +34,8 @@ from eqagen.outputs.folder import (
 )
 from eqagen.outputs.manifest import read_manifest
 from eqagen.outputs.readers import read_questions
-from eqagen.outputs.shards import sha256_of
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+from eqagen.outputs.shards import file_schema_sha256, sha256_of
 
 SMALL = ["generation.n_episodes=6", "generation.batch_size=3", "output.rows_per_shard=25", "runner.kind=inline",
          "runner.progress=false"]  # fmt: skip
@@ -65,6 +66,16 @@ def edit_manifest(out: Path, change) -> None:
 
 
 # --- manifests and paths ----------------------------------------------------------------------------
+
+
+def test_the_manifest_records_each_tables_schema_as_every_shard_of_it_has_it(demo) -> None:
+    """What `schema_sha256` holds: each table's one schema, which every shard's footer states, and which is this
+    version's schema of that table."""
+    recorded = read_manifest(demo)["schema_sha256"]
+    for table, schema in (("questions", QUESTIONS_SCHEMA), ("episodes", EPISODES_SCHEMA)):
+        shards = sorted((demo / table).glob("*.parquet"))
+        assert {file_schema_sha256(p) for p in shards} == {recorded[table]}, table
+        assert all(pq.read_schema(p).equals(schema, check_metadata=False) for p in shards), table
 
 
 def test_the_demo_verifies_and_lists_exactly_its_shards(demo) -> None:

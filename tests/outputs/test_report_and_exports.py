@@ -104,7 +104,8 @@ def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset
     from eqagen.outputs.shards import ShardInfo
 
     manifest = json.loads((dataset / "manifest.json").read_text())
-    shards = [ShardInfo(**s) for s in manifest["shards"]]
+    table_schema = manifest["schema_sha256"]
+    shards = [ShardInfo(**s, schema_sha256=table_schema[s["path"].split("/")[0]]) for s in manifest["shards"]]
     pages = []
     for where in ("here", "workers"):
         out = tmp_path / where
