@@ -63,25 +63,49 @@ class FlowThread:
             self._thread.join(timeout)
 
 
-MIN_FREE_BYTES = 1 << 20  # below this, a failed run is taken to have failed on a full disk
+FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # no space left; the user's disk quota exceeded
+
+
+def full_disk_code(error: BaseException) -> int | None:
+    """ENOSPC or EDQUOT if ``error`` is an OSError saying so, by its errno or by the system's text for it
+    (pyarrow's OSErrors may carry the text without the errno); else None."""
+    if not isinstance(error, OSError):
+        return None
+    return next((c for c in FULL_DISK_ERRNOS if error.errno == c or os.strerror(c) in str(error)), None)
+
+
+def full_disk_error(err: BaseException) -> OSError | None:
+    """The OSError that says the disk (or the user's quota) is full, wherever it is in ``err``'s chain of
+    causes and contexts (and of exception groups' members), or None. The error a run ends with is often
+    another one raised while handling it: the run's own write fails with ENOSPC, then Prefect's client,
+    recording that failure, gets a 500 from its server, whose database is on the same full disk."""
+    todo: list[BaseException | None] = [err]
+    seen: list[BaseException] = []
+    while todo:
+        current = todo.pop(0)
+        if current is None or any(current is s for s in seen):
+            continue
+        if isinstance(current, OSError) and full_disk_code(current):
+            return current
+        seen.append(current)
+        todo += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
+    return None
 
 
 @contextlib.contextmanager
 def full_disk_said(out_dir: Path) -> Iterator[None]:
-    """A run that fails while ``out_dir``'s file system has less than :data:`MIN_FREE_BYTES` free ends with
-    the OSError it is (exit 2, "No space left on device"). The Prefect server's SQLite write fails there
-    first, and Prefect's client reports it only as a 500 (PrefectHTTPStatusError, an internal error), with
-    no room left for a log that would say why."""
+    """A run that fails because the disk is full (:func:`full_disk_error` finds it in the failure) ends with
+    that OSError naming ``out_dir`` (exit 2, "No space left on device"; the command line says the fix), not
+    with the error it is wrapped in: Prefect's client reports its server's failed write only as a 500
+    (PrefectHTTPStatusError, an internal error), and the full disk leaves no room for a log that would say why."""
     try:
         yield
     except Exception as err:
-        try:
-            stats = os.statvfs(out_dir)
-        except OSError:
-            raise err from None
-        if stats.f_bavail * stats.f_frsize < MIN_FREE_BYTES and not isinstance(err, OSError):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir)) from err
-        raise
+        full = full_disk_error(err)
+        if full is None or full is err:
+            raise
+        code = full_disk_code(full) or errno.ENOSPC
+        raise OSError(code, os.strerror(code), str(out_dir)) from err
 
 
 def run_with_prefect(

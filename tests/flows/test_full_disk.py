@@ -1,0 +1,121 @@
+"""A full disk is told from the failure itself, wherever it sits in the chain of errors, never guessed.
+
+What is simulated: the ENOSPC of a plain write is built as ``OSError(errno.ENOSPC, strerror)``, the very
+object Python raises from a write(2) that fails with that errno (``/dev/full`` would give it for real, but this
+machine's sandbox accepts writes to it); EDQUOT likewise (no quota can be set up here); and the 500 that
+Prefect's client raises while recording a failure, when its server could not write its database on the same
+full disk, is built as its client builds it. pyarrow's own error is real: a write onto a full 64 KiB tmpfs
+(needs root, else that case skips). The end-to-end run on a full tmpfs is
+``tests/flows/test_crash_safety.py::test_a_full_disk_under_prefect_is_exit_2_and_its_staging_is_cleaned_by_the_rerun``
+(slow, root).
+
+Regression: a failed run was called a full disk when its output's file system had under 1 MiB free, whatever
+it failed of, and a full disk was not named when the file system had more free (a tmpfs fills by quanta).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from prefect.exceptions import PrefectHTTPStatusError
+
+from eqagen.cli import os_error_text
+from eqagen.flows.run import full_disk_error, full_disk_said
+from tests.flows.test_crash_safety import tmpfs
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup
+
+
+def a_write_to_a_full_disk() -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # what write(2) failing with ENOSPC raises
+
+
+def prefects_500_while_handling(error: BaseException) -> PrefectHTTPStatusError:
+    """What Prefect's client raises when its server answers 500 to the state write that records ``error``."""
+    request = httpx.Request("POST", "http://127.0.0.1:4200/api/flow_runs/1/set_state")
+    response = httpx.Response(500, request=request, json={"exception_message": "Internal Server Error"})
+    try:
+        try:
+            raise error
+        except OSError:
+            response.raise_for_status()
+    except httpx.HTTPStatusError as http:
+        try:
+            raise PrefectHTTPStatusError.from_httpx_error(http) from http.__cause__
+        except PrefectHTTPStatusError as wrapped:
+            return wrapped
+    raise AssertionError("no 500 raised")
+
+
+@pytest.fixture
+def pyarrows_write_error(tmp_path) -> OSError:
+    """pyarrow's own error for a shard written onto a full file system."""
+    with tmpfs(tmp_path / "disk", 64) as disk:
+        with contextlib.suppress(OSError), open(disk / "filler", "wb") as f:
+            f.write(b"\0" * (128 << 10))
+        try:
+            pq.write_table(pa.table({"a": list(range(100_000))}), disk / "shard.parquet", compression="none")
+        except OSError as err:
+            return err
+    raise AssertionError("pyarrow wrote onto a full tmpfs")
+
+
+@pytest.mark.parametrize(
+    ("make", "code"),
+    [
+        (lambda: prefects_500_while_handling(a_write_to_a_full_disk()), errno.ENOSPC),
+        (lambda: ExceptionGroup("units", [ValueError("x"), prefects_500_while_handling(a_write_to_a_full_disk())]),
+         errno.ENOSPC),
+        (lambda: prefects_500_while_handling(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))), errno.EDQUOT),
+    ],
+    ids=["prefect-500-over-ENOSPC", "in-an-exception-group", "EDQUOT"],
+)  # fmt: skip
+def test_a_full_disk_inside_another_failure_is_said_as_a_full_disk_naming_the_folder(tmp_path, make, code) -> None:
+    assert_said_as_a_full_disk(make(), code, tmp_path)
+
+
+def test_pyarrows_full_disk_inside_prefects_failure_is_said_as_a_full_disk(pyarrows_write_error, tmp_path) -> None:
+    assert "No space left on device" in str(pyarrows_write_error)
+    assert_said_as_a_full_disk(prefects_500_while_handling(pyarrows_write_error), errno.ENOSPC, tmp_path)
+
+
+def assert_said_as_a_full_disk(failure: BaseException, code: int, tmp_path: Path) -> None:
+    assert full_disk_error(failure) is not None
+    with pytest.raises(OSError) as raised, full_disk_said(tmp_path):
+        raise failure
+    assert raised.value.errno == code and raised.value.__cause__ is failure
+    line = os_error_text(raised.value)
+    assert line == f"cannot write {tmp_path}: {os.strerror(code)}; fix: free some space or choose another --out; " \
+                   "finished batches are kept, so rerunning resumes"  # fmt: skip
+
+
+def test_other_failures_are_left_as_they_are(tmp_path) -> None:
+    own = a_write_to_a_full_disk()  # already the full disk: its own message (and file name, when it has one)
+    with pytest.raises(OSError) as raised, full_disk_said(tmp_path):
+        raise own
+    assert raised.value is own
+    denied = prefects_500_while_handling(OSError(errno.EACCES, os.strerror(errno.EACCES), "x"))
+    with pytest.raises(PrefectHTTPStatusError) as raised, full_disk_said(tmp_path):
+        raise denied
+    assert raised.value is denied and full_disk_error(denied) is None
+
+
+def test_a_failure_on_a_nearly_full_disk_is_not_called_a_full_disk(tmp_path) -> None:
+    """A 1 MiB tmpfs with a few KB left: a run failing of something else keeps its own error (the free-space
+    guess called it 'No space left on device')."""
+    with tmpfs(tmp_path / "disk", 1024) as disk:
+        with open(disk / "filler", "wb") as f:
+            f.write(b"\0" * (1024 - 16) * 1024)
+        stats = os.statvfs(disk)
+        assert stats.f_bavail * stats.f_frsize < 1 << 20
+        with pytest.raises(ValueError, match="not a disk problem"), full_disk_said(disk):
+            raise ValueError("not a disk problem")
