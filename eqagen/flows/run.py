@@ -95,17 +95,18 @@ def full_disk_error(err: BaseException) -> OSError | None:
 @contextlib.contextmanager
 def full_disk_said(out_dir: Path) -> Iterator[None]:
     """A run that fails because the disk is full (:func:`full_disk_error` finds it in the failure) ends with
-    that OSError naming ``out_dir`` (exit 2, "No space left on device"; the command line says the fix), not
-    with the error it is wrapped in: Prefect's client reports its server's failed write only as a 500
-    (PrefectHTTPStatusError, an internal error), and the full disk leaves no room for a log that would say why."""
+    that OSError naming its file, or ``out_dir`` when it names none (exit 2, "No space left on device"; the
+    command line says the fix), not with the error it is wrapped in: Prefect's client reports its server's
+    failed write only as a 500 (PrefectHTTPStatusError, an internal error), and the full disk leaves no room
+    for a log that would say why."""
     try:
         yield
     except Exception as err:
         full = full_disk_error(err)
-        if full is None or full is err:
+        if full is None or (full is err and full.filename):
             raise
         code = full_disk_code(full) or errno.ENOSPC
-        raise OSError(code, os.strerror(code), str(out_dir)) from err
+        raise OSError(code, os.strerror(code), full.filename or str(out_dir)) from err
 
 
 def run_with_prefect(

@@ -98,11 +98,20 @@ def assert_said_as_a_full_disk(failure: BaseException, code: int, tmp_path: Path
                    "finished batches are kept, so rerunning resumes"  # fmt: skip
 
 
-def test_other_failures_are_left_as_they_are(tmp_path) -> None:
-    own = a_write_to_a_full_disk()  # already the full disk: its own message (and file name, when it has one)
+def test_a_full_disk_names_its_file_or_else_the_folder(tmp_path) -> None:
+    own = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "questions" / "x.parquet"))
     with pytest.raises(OSError) as raised, full_disk_said(tmp_path):
         raise own
-    assert raised.value is own
+    assert raised.value is own  # already the full disk, naming its file
+    with pytest.raises(OSError) as raised, full_disk_said(tmp_path):
+        raise prefects_500_while_handling(own)
+    assert raised.value.filename == own.filename
+    with pytest.raises(OSError) as raised, full_disk_said(tmp_path):
+        raise a_write_to_a_full_disk()  # a write(2) names no file: the folder is named
+    assert os_error_text(raised.value).startswith(f"cannot write {tmp_path}: No space left on device; fix: ")
+
+
+def test_other_failures_are_left_as_they_are(tmp_path) -> None:
     denied = prefects_500_while_handling(OSError(errno.EACCES, os.strerror(errno.EACCES), "x"))
     with pytest.raises(PrefectHTTPStatusError) as raised, full_disk_said(tmp_path):
         raise denied
