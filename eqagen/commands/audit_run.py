@@ -22,7 +22,8 @@ from eqagen.commands.validity_audit import REASONS, check_output
 from eqagen.core import ConfigError, DataFileError
 from eqagen.core.limits import load_json
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, stats_from_tables
-from eqagen.outputs.dataset import Dataset, integrity_checks, load_dataset_folder
+from eqagen.outputs.dataset import UNTRUSTED_SHARD_CHECKS, Dataset, integrity_checks, load_dataset_folder
+from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 
 
 @dataclass
@@ -43,17 +44,24 @@ def _load_json(path: Path) -> Any:
     return load_json(path, "pass an eqagen output directory or a JSON file")
 
 
-def integrity(dataset: Dataset) -> list[Check]:
+def integrity(dataset: Dataset) -> tuple[list[Check], set[str]]:
     """The dataset folder against its manifest (:func:`eqagen.outputs.dataset.integrity_checks`): no
-    unlisted or missing shard, checksums, row counts (per shard and the totals), unique ids, stats.json."""
-    return [Check(c.name, c.ok, c.detail()) for c in integrity_checks(dataset)]
+    unlisted or missing shard, checksums, row counts (per shard and the totals), schemas, unique ids,
+    stats.json; and the shards that cannot be read as their table (a changed checksum or another schema)."""
+    found = integrity_checks(dataset)
+    untrusted = {rel for c in found if c.name in UNTRUSTED_SHARD_CHECKS for rel, _ in c.failures}
+    return [Check(c.name, c.ok, c.detail()) for c in found], untrusted
 
 
-def recomputed_stats(dataset: Dataset) -> dict[str, Any]:
-    """The statistics of the shards the manifest lists and that are present (a missing one is a failed check)."""
-    present = {rel: path for rel, path in dataset.shard_paths.items() if path.is_file()}
+def recomputed_stats(dataset: Dataset, untrusted: set[str] | None = None) -> dict[str, Any]:
+    """The statistics of the shards the manifest lists and that are present, but the ``untrusted`` ones (a
+    missing or untrusted shard is a failed check; a shard of another schema cannot be read as its table)."""
+    present = {rel: path for rel, path in dataset.shard_paths.items()
+               if path.is_file() and rel not in (untrusted or set())}  # fmt: skip
     readable = Dataset(dataset.root, dataset.manifest, present)
     questions = readable.read("questions", QUESTION_COLUMNS)
+    if not questions.num_columns:  # no shard left to read: this version's columns, no rows
+        questions = QUESTIONS_SCHEMA.empty_table().select([c for c in QUESTION_COLUMNS if c in QUESTIONS_SCHEMA.names])
     try:
         return stats_from_tables(questions, readable.iter_tables("episodes", EPISODE_COLUMNS), dataset.manifest.config)
     except ConfigError as err:  # the manifest's config sets the criteria's targets
@@ -119,8 +127,8 @@ def audit_dir(out_dir: Path) -> tuple[dict[str, Any], list[Check]]:
     """Recomputed statistics and the checks; raises DataFileError for a directory that is no dataset."""
     out_dir = Path(out_dir)
     dataset = load_dataset_folder(out_dir)
-    checks = integrity(dataset)
-    recomputed = recomputed_stats(dataset)
+    checks, untrusted = integrity(dataset)
+    recomputed = recomputed_stats(dataset, untrusted)
     readable = all(c.ok for c in checks if c.name == "stats.json readable")  # else that check failed already
     if (out_dir / "stats.json").exists() and readable:
         checks.append(check_stats(_load_json(out_dir / "stats.json"), recomputed))

@@ -40,6 +40,8 @@ from eqagen.outputs.shards import footer_schema_sha256, sha256_of
 
 TABLES = ("questions", "episodes")
 ID_COLUMNS = {"questions": "question_id", "episodes": "episode_id"}
+# The checks whose failed shards cannot be read as the table they claim to be (damaged, or of another schema).
+UNTRUSTED_SHARD_CHECKS = ("shard checksums match the manifest", "shard schemas match the manifest")
 # What reading a damaged or foreign file as Parquet raises (pyarrow decodes names as UTF-8: ValueError).
 UNREADABLE = (pa.ArrowException, OSError, ValueError)
 
@@ -243,11 +245,11 @@ def content_checks(dataset: Dataset) -> list[IntegrityCheck]:
     unreadable = {p for p, _ in bad_sums + bad_rows}
     readable = [s.path for s in present if s.path not in unreadable]
     return [
-        IntegrityCheck("shard checksums match the manifest", "the shard was changed or damaged: restore it or "
+        IntegrityCheck(UNTRUSTED_SHARD_CHECKS[0], "the shard was changed or damaged: restore it or "
                        "regenerate", tuple(bad_sums)),
         IntegrityCheck("row counts match the manifest", "the manifest or a shard was edited: regenerate",
                        tuple(bad_rows)),
-        IntegrityCheck("shard schemas match the manifest", "the shard was replaced by one of another schema: "
+        IntegrityCheck(UNTRUSTED_SHARD_CHECKS[1], "the shard was replaced by one of another schema: "
                        "restore it or regenerate", schema_problems(dataset, readable)),
         IntegrityCheck("ids unique", "rows are duplicated: regenerate", duplicate_ids(dataset, readable)),
     ]  # fmt: skip
