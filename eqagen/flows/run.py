@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -74,35 +75,64 @@ def full_disk_code(error: BaseException) -> int | None:
     return next((c for c in FULL_DISK_ERRNOS if error.errno == c or os.strerror(c) in str(error)), None)
 
 
-def full_disk_error(err: BaseException) -> OSError | None:
-    """The OSError that says the disk (or the user's quota) is full, wherever it is in ``err``'s chain of
-    causes and contexts (and of exception groups' members), or None. The error a run ends with is often
-    another one raised while handling it: the run's own write fails with ENOSPC, then Prefect's client,
-    recording that failure, gets a 500 from its server, whose database is on the same full disk."""
+def errors_in_chain(err: BaseException) -> Iterator[BaseException]:
+    """``err``, then its causes and contexts and its exception groups' members, each once, nearest first."""
     todo: list[BaseException | None] = [err]
     seen: list[BaseException] = []
     while todo:
         current = todo.pop(0)
         if current is None or any(current is s for s in seen):
             continue
-        if isinstance(current, OSError) and full_disk_code(current):
-            return current
         seen.append(current)
+        yield current
         todo += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
+
+
+def full_disk_error(err: BaseException) -> OSError | None:
+    """The OSError that says the disk (or the user's quota) is full, wherever it is in ``err``'s chain, or
+    None. The error a run ends with is often another one raised while handling it: the run's own write fails
+    with ENOSPC, then Prefect's client, recording that failure, gets a 500 from its server, whose database is
+    on the same full disk."""
+    return next((e for e in errors_in_chain(err) if isinstance(e, OSError) and full_disk_code(e)), None)
+
+
+def failed_in_prefects_server(err: BaseException) -> bool:
+    """Prefect's API answered 5xx somewhere in ``err``'s chain: its server failed, and its exception stays in
+    that process (a full disk leaves it no room to log it)."""
+    return any(getattr(getattr(e, "response", None), "status_code", 0) >= 500 for e in errors_in_chain(err))
+
+
+PROBE_BYTES = 64 << 10  # a few of SQLite's pages with their WAL frames: the least its failed write needed
+
+
+def write_refused(folder: Path) -> OSError | None:
+    """The OSError the OS raises for a write of :data:`PROBE_BYTES` into ``folder`` (fsynced, then removed),
+    or None if the write succeeds."""
+    try:
+        with tempfile.TemporaryFile(dir=folder) as probe:
+            probe.write(bytes(PROBE_BYTES))
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as refusal:
+        return refusal
     return None
 
 
 @contextlib.contextmanager
-def full_disk_said(out_dir: Path) -> Iterator[None]:
-    """A run that fails because the disk is full (:func:`full_disk_error` finds it in the failure) ends with
-    that OSError naming its file, or ``out_dir`` when it names none (exit 2, "No space left on device"; the
-    command line says the fix), not with the error it is wrapped in: Prefect's client reports its server's
-    failed write only as a 500 (PrefectHTTPStatusError, an internal error), and the full disk leaves no room
-    for a log that would say why."""
+def full_disk_said(out_dir: Path, server_dir: Path | None = None) -> Iterator[None]:
+    """A run that fails because the disk is full ends with that OSError naming its file, or ``out_dir`` when it
+    names none (exit 2, "No space left on device"; the command line says the fix), not with the error it is
+    wrapped in: Prefect's client reports its server's failed write only as a 500 (PrefectHTTPStatusError, an
+    internal error). The full disk is found in the failure (:func:`full_disk_error`); when the failure is only
+    Prefect's server's 500 (its own write failed first), the OS is asked the same question there: a write into
+    ``server_dir`` (its database's folder) that the OS refuses with ENOSPC or EDQUOT is that error."""
     try:
         yield
     except Exception as err:
         full = full_disk_error(err)
+        if full is None and server_dir is not None and failed_in_prefects_server(err):
+            refusal = write_refused(server_dir)
+            full = refusal if refusal is not None and full_disk_code(refusal) else None
         if full is None or (full is err and full.filename):
             raise
         code = full_disk_code(full) or errno.ENOSPC
@@ -129,7 +159,7 @@ def run_with_prefect(
     ctx = pipeline.make_context(config, Path(out_dir))
     summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
     recorder = FlowThread()
-    with sigterm_as_exit(), full_disk_said(Path(out_dir)), contextlib.ExitStack() as stack:
+    with sigterm_as_exit(), full_disk_said(Path(out_dir), server.home), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the workers below are stopped first
         stack.callback(recorder.join, FLOW_END_TIMEOUT_S)  # the flow records its end while the server answers
         if server.process is None:

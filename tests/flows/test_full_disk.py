@@ -9,6 +9,10 @@ full disk, is built as its client builds it. pyarrow's own error is real: a writ
 ``tests/flows/test_crash_safety.py::test_a_full_disk_under_prefect_is_exit_2_and_its_staging_is_cleaned_by_the_rerun``
 (slow, root).
 
+When the failure holds only Prefect's 500 (its server's own write failed first, and its exception stayed in
+its process), the OS is asked with a real write beside the server's database: only its refusal (ENOSPC on a
+filled tmpfs) makes the 500 a full disk.
+
 Regression: a failed run was called a full disk when its output's file system had under 1 MiB free, whatever
 it failed of, and a full disk was not named when the file system had more free (a tmpfs fills by quanta).
 """
@@ -39,13 +43,16 @@ def a_write_to_a_full_disk() -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # what write(2) failing with ENOSPC raises
 
 
-def prefects_500_while_handling(error: BaseException) -> PrefectHTTPStatusError:
-    """What Prefect's client raises when its server answers 500 to the state write that records ``error``."""
+def prefects_500_while_handling(error: BaseException | None) -> PrefectHTTPStatusError:
+    """What Prefect's client raises when its server answers 500 to the state write that records ``error``
+    (None: to a request of its own, as when the server's database write fails first)."""
     request = httpx.Request("POST", "http://127.0.0.1:4200/api/flow_runs/1/set_state")
     response = httpx.Response(500, request=request, json={"exception_message": "Internal Server Error"})
     try:
         try:
-            raise error
+            if error is not None:
+                raise error
+            response.raise_for_status()
         except OSError:
             response.raise_for_status()
     except httpx.HTTPStatusError as http:
@@ -128,3 +135,20 @@ def test_a_failure_on_a_nearly_full_disk_is_not_called_a_full_disk(tmp_path) -> 
         assert stats.f_bavail * stats.f_frsize < 1 << 20
         with pytest.raises(ValueError, match="not a disk problem"), full_disk_said(disk):
             raise ValueError("not a disk problem")
+
+
+def test_prefects_500_alone_is_a_full_disk_only_when_the_os_refuses_a_write_beside_its_database(tmp_path) -> None:
+    """When Prefect's server fails its own write first (seen on a 1.5 MB tmpfs: a 500 for `/api/flows/`, no
+    OSError in the run), the OS is asked with a write beside the server's database: on a roomy disk the 500
+    stays what it is; on a full one (a 1 MiB tmpfs filled, root) it is the full disk, naming the folder."""
+    alone = prefects_500_while_handling(None)
+    assert full_disk_error(alone) is None
+    with pytest.raises(PrefectHTTPStatusError), full_disk_said(tmp_path, server_dir=tmp_path):
+        raise alone
+    with tmpfs(tmp_path / "disk", 1024) as disk:
+        with contextlib.suppress(OSError), open(disk / "filler", "wb") as f:
+            f.write(bytes(2 << 20))
+        with pytest.raises(OSError) as raised, full_disk_said(tmp_path / "out", server_dir=disk):
+            raise alone
+        assert os_error_text(raised.value).startswith(f"cannot write {tmp_path / 'out'}: No space left on device")
+        assert raised.value.__cause__ is alone and list(disk.iterdir()) == [disk / "filler"]
