@@ -34,6 +34,7 @@ class FailureTrace:
     """What a failed episode's mechanisms left behind, as the agent and the judge recorded it."""
 
     parse_right: bool  # FILM's parse names the task (the true one on valid, the annotations' majority on test)
+    before_parse_error: bool  # a wrong parse, but the agent stopped on a step the right task's plan shares
     stop_reason: str  # success | max_steps | max_failures | plan_finished (the agent's own stop)
     phase: str  # what the agent was doing at the stop: search | approach | interact | start
     sought_enclosed: bool  # searching, and every instance of the sought type was shut in a closed receptacle
@@ -44,7 +45,7 @@ class FailureTrace:
 
 def failure_mode(t: FailureTrace) -> str:
     """The one FILM error category of a failed episode (see the module docstring for the order)."""
-    if not t.parse_right:
+    if not (t.parse_right or t.before_parse_error):
         return "language_processing_error"
     if t.stop_reason == "max_failures":
         return "collision" if t.collisions > t.interaction_failures else "interaction_failure"
