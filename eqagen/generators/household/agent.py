@@ -30,6 +30,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from eqagen.generators.household.objects import Catalog
 from eqagen.generators.household.scene import GRID_SIZE
 from eqagen.generators.household.tasks import KNIVES, AlfredTask, GoalChecker
 from eqagen.generators.household.world import (
@@ -86,8 +87,18 @@ class Subgoal:
     use: str = ""  # reuse the instance bound under this name
 
 
-def plan_subgoals(task: AlfredTask, openable: set[str], rng: np.random.Generator, cfg: AgentConfig) -> list[Subgoal]:
-    """ALFRED's high-level plan of a task, as FILM's templates produce it."""
+def openable_types(cat: Catalog) -> set[str]:
+    """The receptacle types the plan opens before putting into them (and closes after)."""
+    return {t.name for t in cat.types if t.can("openable") and t.can("enclosing")}
+
+
+def plan_subgoals(
+    task: AlfredTask, openable: set[str], rng: np.random.Generator | None, cfg: AgentConfig
+) -> list[Subgoal]:
+    """ALFRED's high-level plan of a task, as FILM's templates produce it (``rng`` draws the forgotten
+    openings; None only where ``cfg.forget_open`` is 0)."""
+    if rng is None and cfg.forget_open:
+        raise ValueError("plan_subgoals: cfg.forget_open draws from rng; pass the episode's generator")
     t = task.task_type
     plan = _pickup_plan(task)
     if t == "pick_clean_then_place_in_recep":
@@ -127,13 +138,14 @@ def _pickup_plan(task: AlfredTask) -> list[Subgoal]:
 
 
 def _put(
-    recep: str, name: str, openable: set[str], rng: np.random.Generator, cfg: AgentConfig, reuse: bool = False
+    recep: str, name: str, openable: set[str], rng: np.random.Generator | None, cfg: AgentConfig, reuse: bool = False
 ) -> list[Subgoal]:
     put = Subgoal("PutObject", recep, "" if reuse else name, name if reuse else "")
     if recep not in openable:
         return [put]
     opener = Subgoal("OpenObject", recep, "" if reuse else name, name if reuse else "")
-    if rng.random() < cfg.forget_open:  # FILM goes straight to the put; the world will say it is closed
+    forgets = bool(cfg.forget_open) and rng is not None and rng.random() < cfg.forget_open
+    if forgets:  # FILM goes straight to the put; the world will say it is closed
         steps = [Subgoal("PutObject", recep, "" if reuse else name, name if reuse else "")]
     else:
         steps = [opener, Subgoal("PutObject", recep, use=name)]
@@ -267,6 +279,8 @@ class FilmAgent:
         self._searched_cells = np.zeros(len(self.map.ij), dtype=bool)
         self._search_cell = -1
         self._seeking: Subgoal | None = None
+        self.plan: list[Subgoal] = []  # the subgoals of the task, once planned
+        self.subgoal_index = -1  # the one the agent is working on
 
     # ------------------------------------------------------------------ driver
     def run(self) -> tuple[bool, str]:
@@ -350,11 +364,11 @@ class FilmAgent:
     # ------------------------------------------------------------------ behaviours
     def _episode(self) -> Behaviour:
         yield from self._look_around(3)
-        openable = {t.name for t in self.w.cat.types if t.can("openable") and t.can("enclosing")}
-        plan = plan_subgoals(self.task, openable, self.rng, self.cfg)
+        plan = plan_subgoals(self.task, openable_types(self.w.cat), self.rng, self.cfg)
+        self.plan = plan
         i = 0
         while i < len(plan):
-            sg = plan[i]
+            self.subgoal_index, sg = i, plan[i]
             outcome = yield from self._subgoal(sg)
             if outcome == "closed":  # FILM forgot to open: open, then retry the put
                 plan.insert(i, Subgoal("OpenObject", sg.object_type, use=sg.use or sg.bind))

@@ -342,7 +342,8 @@ class Ai2ThorBackend:
             md = controller.last_event.metadata
             scene = scene_from_metadata(md, reachable, traj.floor_plan, room_kind(traj.floor_plan))
             world = ThorWorld(controller, scene, p.max_steps)
-            agent = FilmAgent(world, agent_task(parse), derive_rng(spec.seed, "ai2thor", rel, repeat_idx), FILM_AGENT)
+            task = agent_task(parse, set(world.types))
+            agent = FilmAgent(world, task, derive_rng(spec.seed, "ai2thor", rel, repeat_idx), FILM_AGENT)
             success, reason = agent.run()
         finally:
             controller.stop()

@@ -4,15 +4,17 @@ FILM's authors sorted their failed valid_unseen episodes by cause: the goal obje
 interaction failed, the agent collided, the object was in a closed receptacle, the language module
 misread the instruction, or something else. Here each failed episode gets one of these from the trace
 its mechanisms left (:class:`FailureTrace`), in a fixed order of precedence: a misread instruction
-first (the agent then did the wrong task, whatever else happened), then an episode ended by too many
+first (the agent then did the wrong task, whatever else happened), unless the agent stopped before the
+misreading came into play (on a step the right task's plan shares, as it shares all before it: a wrong
+receptacle cannot have kept it from finding the object to pick up); then an episode ended by too many
 failed actions (collisions when most were blocked moves, else interactions), then a search still going
 at the step limit (the object shut in a closed receptacle when every instance of it was, else not found),
 and anything else as "other" (a time-out while approaching or acting, a plan the agent gave up, and a
 search for a static type the floor plan has but the data give no position for: ALFRED's layouts list,
 say, every floor plan's garbage can but place only some, so our scene has none to find; that is a gap in
-our data, not a FILM failure, counted apart in ``sought_unplaced``). A type the floor plan does not have
-(FILM's parse asks for a floor lamp in a room with desk lamps only), or a movable object this
-trajectory's scene does not hold (ALFRED varies them per trajectory), is FILM's own: not found.
+our data, not a FILM failure, counted apart in ``sought_unplaced``). A type the floor plan does not have,
+or a movable object this trajectory's scene does not hold (ALFRED varies them per trajectory), is FILM's
+own: not found.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class FailureTrace:
     """What a failed episode's mechanisms left behind, as the agent and the judge recorded it."""
 
     parse_right: bool  # FILM's parse names the task (the true one on valid, the annotations' majority on test)
+    before_parse_error: bool  # a wrong parse, but the agent stopped on a step the right task's plan shares
     stop_reason: str  # success | max_steps | max_failures | plan_finished (the agent's own stop)
     phase: str  # what the agent was doing at the stop: search | approach | interact | start
     sought_enclosed: bool  # searching, and every instance of the sought type was shut in a closed receptacle
@@ -44,7 +47,7 @@ class FailureTrace:
 
 def failure_mode(t: FailureTrace) -> str:
     """The one FILM error category of a failed episode (see the module docstring for the order)."""
-    if not t.parse_right:
+    if not (t.parse_right or t.before_parse_error):
         return "language_processing_error"
     if t.stop_reason == "max_failures":
         return "collision" if t.collisions > t.interaction_failures else "interaction_failure"

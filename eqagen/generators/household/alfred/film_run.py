@@ -5,7 +5,9 @@ is published, so what the agent attempts is whatever FILM's language module made
 instruction. The scene is the real one (layout, recorded poses, the agent's start), completed from the
 scene catalog (static objects and cells other trajectories of the floor plan show) and, where even
 that is silent, with a faucet estimated at each sink basin (``position_source: estimated``).
-As FILM does, look_at_obj_in_light always goes for a FloorLamp.
+FILM parses look_at_obj_in_light's lamp as a FloorLamp and then counts a desk lamp it sees as one
+(``sem_exp_thor.py`` equates the two categories), so the agent turns on the floor plan's floor lamp, or
+its desk lamp where it has none (:func:`film_lamp`).
 
 The episode records the instruction, FILM's parse, whether the agent reached the parsed goal, and, where
 the true task is known (valid splits), whether the parse matched it and whether the true goal holds.
@@ -18,12 +20,13 @@ parsed goal reached with a parse the majority of the trajectory's annotations sh
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 
 from eqagen.core import Episode, derive_rng, make_episode_id
-from eqagen.generators.household.agent import AgentConfig, FilmAgent
+from eqagen.generators.household.agent import AgentConfig, FilmAgent, openable_types, plan_subgoals
 from eqagen.generators.household.alfred.catalog import SceneCatalog
 from eqagen.generators.household.alfred.failures import FailureTrace, failure_mode
 from eqagen.generators.household.alfred.film import FilmParse, consensus_goal, lookup_parse, parse_matches
@@ -40,8 +43,11 @@ LOOP_VISITS = 5  # an episode loops when the agent comes back to one pose this m
 # instances and sees an object less the farther it is; the interaction mask misses by 6 degrees (a small
 # object 1 m away is hit 25% of the time, a medium one 98%); the search looks at the open receptacles
 # that can hold the target, then explores, and never opens one; the obstacle map misses 15% of patches.
+# FILM's plan opens every openable put target but a box before the put (``ALFRED_task_helper.add_target``),
+# so it never forgets to.
 FILM_AGENT = AgentConfig(
     phantom_free=0.15,
+    forget_open=0.0,
     open_to_search=False,
     blind_small=0.05,
     recall_falloff=True,
@@ -76,16 +82,37 @@ def film_scene(traj: AlfredTrajectory, layout: Layout, scene_catalog: SceneCatal
     return scene
 
 
-def agent_task(parse: FilmParse) -> AlfredTask:
-    goal = parse.goal()
+def film_lamp(present: Collection[str]) -> str:
+    """The lamp FILM turns on: its parse says FloorLamp, and a DeskLamp counts as one where no floor lamp is."""
+    return "DeskLamp" if "DeskLamp" in present and "FloorLamp" not in present else "FloorLamp"
+
+
+def goal_task(goal: AlfredGoal, toggle_target: str = "") -> AlfredTask:
+    """An ALFRED goal as the agent's task (``toggle_target`` replaces the goal's lamp when given)."""
     return AlfredTask(
         task_type=goal.task_type,
         object_target=goal.object_target,
         parent_target=goal.parent_target or None,
         mrecep_target=goal.mrecep_target or None,
-        toggle_target=goal.toggle_target or None,
+        toggle_target=toggle_target or goal.toggle_target or None,
         object_sliced=goal.sliced,
     )
+
+
+def agent_task(parse: FilmParse, present: Collection[str]) -> AlfredTask:
+    """The task the agent does: FILM's parse, in a scene holding the object types ``present``."""
+    goal = parse.goal()
+    return goal_task(goal, film_lamp(present) if goal.toggle_target else "")
+
+
+def stopped_before_parse_error(agent: FilmAgent, right: AlfredGoal | None) -> bool:
+    """The agent stopped on a subgoal that the right task's plan has at the same place, as it has every
+    earlier one: a wrong parse had not yet come into play (a wrong receptacle cannot have kept the agent
+    from finding the object that both tasks pick up first). False when the right task is unknown."""
+    if right is None or agent.subgoal_index < 0:
+        return False
+    k = agent.subgoal_index + 1
+    return plan_subgoals(goal_task(right), openable_types(agent.w.cat), None, FILM_AGENT)[:k] == agent.plan[:k]
 
 
 def annotation_consensus(traj: AlfredTrajectory, parses: dict[str, FilmParse]) -> AlfredGoal | None:
@@ -124,14 +151,16 @@ def run_film_episode(
     scene = film_scene(traj, layout, scene_catalog)
     world = HouseholdWorld(scene.scene, max_steps=max_steps)
     rng = derive_rng(seed, "alfred-film", traj.floor_plan, relpath, repeat_idx)
-    agent = FilmAgent(world, agent_task(parse), rng, FILM_AGENT)
+    agent = FilmAgent(world, agent_task(parse, {*layout.object_types, *world.types}), rng, FILM_AGENT)
     reached, reason = agent.run()
     meta = _film_meta(traj, parse, relpath, repeat_idx, world, scene)
     meta["parse_with_majority"] = consensus is not None and parse.goal() == consensus
     parse_right = meta["parse_matches_task"] if traj.task_type else meta["parse_with_majority"]
     success = bool(meta["true_goal_ok"]) if traj.task_type else reached and parse_right
     unplaced = agent.sought_absent() and any(_unplaced_static(world, layout, t) for t in agent.sought.split("|"))
-    trace = FailureTrace(parse_right, reason, agent.phase, agent.sought_enclosed(), unplaced,
+    right = AlfredGoal.from_pddl(traj.task_type, traj.pddl_params) if traj.task_type else consensus
+    before_error = not parse_right and stopped_before_parse_error(agent, right)
+    trace = FailureTrace(parse_right, before_error, reason, agent.phase, agent.sought_enclosed(), unplaced,
                          agent.collisions, agent.interaction_failures)  # fmt: skip
     meta |= {
         "success": success,
@@ -141,6 +170,7 @@ def run_film_episode(
         "phase_at_stop": agent.phase,
         "sought_at_stop": agent.sought if agent.phase == "search" else "",
         "sought_unplaced": unplaced,  # the floor plan has the type, the data give no position for it
+        "stopped_before_parse_error": before_error,  # a wrong parse, but the right task would have got as far
         "n_failures": agent.failures,
         "collisions": agent.collisions,
         "interaction_failures": agent.interaction_failures,

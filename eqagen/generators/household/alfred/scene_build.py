@@ -141,8 +141,18 @@ class _Candidate:
 
 
 # Where an object can be when an enclosing receptacle holds it: horizontal reach and the (min, max) of its
-# height above the receptacle's origin (a fridge's origin is at its base; a cabinet's at its centre).
-INSIDE_BOX = {"Fridge": (0.45, (-0.05, 1.9)), "default": (0.45, (-0.4, 0.1))}
+# height above the receptacle's origin, read off the real object poses of valid_seen and tests_seen around
+# the layouts' receptacles (docs/alfred.md): a fridge's origin is at its base and its shelves reach 1.9 m;
+# a microwave's contents sit 0.05 to 0.25 m above its origin, nothing else within 0.3 m of it; a cabinet's
+# lie 0.15 to 0.65 m below its origin, up to 0.65 m aside (a counter under a wall cabinet begins 0.7 m
+# below); a drawer's lie up to 0.15 m below its origin, and the counter top above it from 0.06 m up.
+INSIDE_BOX = {
+    "Fridge": (0.45, (-0.05, 1.9)),
+    "Microwave": (0.3, (0.0, 0.35)),
+    "Cabinet": (0.65, (-0.65, 0.1)),
+    "Drawer": (0.45, (-0.4, 0.06)),
+    "default": (0.45, (-0.4, 0.1)),
+}
 ON_SMALL = (0.25, (-0.05, 0.3))  # what a pickupable receptacle (plate, mug, pot) holds is right on it
 SURFACE_BELOW = -0.1  # a surface's origin is at or below what rests on it (to a rounding margin)
 
@@ -202,8 +212,14 @@ def _assign_parents(
 
 
 def _room(rec_type: str, cat: Catalog) -> int:
-    """How many objects a receptacle may start with: its capacity less room for the task's puts (at least one)."""
-    capacity = CAPACITY_BY_SIZE[cat.get(rec_type).size]
+    """How many objects a receptacle may start with: its capacity less room for the task's puts (at least one).
+
+    An enclosure keeps one place only: what lies in its box is shut inside it, nowhere else (a full fridge
+    spilling its contents into the open would show the agent what it hides)."""
+    t = cat.get(rec_type)
+    capacity = CAPACITY_BY_SIZE[t.size]
+    if t.can("enclosing"):
+        return capacity - 1
     return max(capacity - (5 if capacity > 5 else 2), 1)  # large: room for two puts and a sliced whole
 
 

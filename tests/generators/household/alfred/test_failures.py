@@ -7,8 +7,8 @@ from eqagen.generators.household.alfred.film import FilmParse, consensus_goal
 
 
 def trace(**kw) -> FailureTrace:
-    base = dict(parse_right=True, stop_reason="max_steps", phase="search", sought_enclosed=False,
-                sought_unplaced=False, collisions=0, interaction_failures=0)  # fmt: skip
+    base = dict(parse_right=True, before_parse_error=False, stop_reason="max_steps", phase="search",
+                sought_enclosed=False, sought_unplaced=False, collisions=0, interaction_failures=0)  # fmt: skip
     return FailureTrace(**(base | kw))
 
 
@@ -27,6 +27,14 @@ def test_each_category_follows_its_trace():
 def test_a_misread_instruction_comes_first():
     for t in (trace(), trace(stop_reason="max_failures", collisions=10), trace(sought_enclosed=True)):
         assert failure_mode(FailureTrace(**{**t.__dict__, "parse_right": False})) == "language_processing_error"
+
+
+def test_a_misread_instruction_that_had_not_come_into_play_is_not_the_cause():
+    """A wrong parse whose agent stopped on a step the right task shares fails for what stopped it."""
+    misread_early = {"parse_right": False, "before_parse_error": True}
+    assert failure_mode(trace(sought_enclosed=True, **misread_early)) == "object_in_closed_receptacle"
+    assert failure_mode(trace(**misread_early)) == "goal_object_not_found"
+    assert failure_mode(trace(stop_reason="max_failures", collisions=10, **misread_early)) == "collision"
 
 
 def parse(obj: str, code: int = 2, parent: str = "CounterTop") -> FilmParse:

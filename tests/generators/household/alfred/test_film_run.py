@@ -76,3 +76,39 @@ def test_every_annotation_runs_and_failure_modes_come_from_mechanisms(tests_seen
     assert {"goal_object_not_found", "language_processing_error", "collision"} <= modes
     blocked = [e for ep in runs for e in ep.steps.error if "agent blocked" in e]
     assert blocked  # collisions leave AI2-THOR's blocked-move message in the steps
+
+
+def test_film_takes_a_desk_lamp_for_its_floor_lamp():
+    """FILM's parse asks for a FloorLamp; its perception counts a DeskLamp as one (sem_exp_thor.py)."""
+    from eqagen.generators.household.alfred.film import FilmParse
+    from eqagen.generators.household.alfred.film_run import agent_task, film_lamp
+
+    assert film_lamp({"DeskLamp", "Bed"}) == "DeskLamp"
+    assert film_lamp({"DeskLamp", "FloorLamp"}) == film_lamp({"FloorLamp"}) == film_lamp(set()) == "FloorLamp"
+    look = FilmParse("k", 5, "Book", "", "", False)
+    assert agent_task(look, {"DeskLamp"}).toggle_target == "DeskLamp"
+    assert agent_task(FilmParse("k", 2, "Book", "Desk", "", False), {"DeskLamp"}).toggle_target is None
+
+
+def test_a_wrong_parse_is_charged_only_once_it_comes_into_play():
+    """A parse with the wrong receptacle stopped while looking for the right object did not fail for the
+    parse; once it acts on the wrong receptacle, or when the object itself is wrong, it did."""
+    from types import SimpleNamespace
+
+    from eqagen.generators.household.agent import openable_types, plan_subgoals
+    from eqagen.generators.household.alfred.film import FilmParse
+    from eqagen.generators.household.alfred.film_run import FILM_AGENT, agent_task, stopped_before_parse_error
+    from eqagen.generators.household.objects import catalog
+
+    cat = catalog()
+    right = FilmParse("k", 2, "Apple", "Fridge", "", False).goal()
+
+    def agent(obj: str, parent: str, at: int) -> SimpleNamespace:
+        plan = plan_subgoals(agent_task(FilmParse("k", 2, obj, parent, "", False), set()), openable_types(cat),
+                             None, FILM_AGENT)  # fmt: skip
+        return SimpleNamespace(plan=plan, subgoal_index=at, w=SimpleNamespace(cat=cat))
+
+    assert stopped_before_parse_error(agent("Apple", "CounterTop", 0), right)  # still finding the apple
+    assert not stopped_before_parse_error(agent("Apple", "CounterTop", 1), right)  # putting it on the counter
+    assert not stopped_before_parse_error(agent("Tomato", "Fridge", 0), right)  # looking for the wrong object
+    assert not stopped_before_parse_error(agent("Apple", "CounterTop", 0), None)  # no right task known
