@@ -22,8 +22,12 @@ STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "ask", "read", "bal
 STEP_LABELS = {
     "ask": "ask the questions in other scenes",
     "read": "read the candidates' keys",
-    "select": "balance, compose, split",
+    "select": "select: balance, compose, split",
+    "balance": "  balance",
+    "compose": "  compose",
+    "split": "  split",
     "write": "paraphrase and write the shards",
+    "paraphrase": "  paraphrase",
     "audit": "audit: statistics, criteria, report, card",
 }
 
@@ -56,16 +60,20 @@ class BatchProgress:
     def advance(self, _: Any = None) -> None:
         self.progress.advance(self.task)
 
-    def stage(self, name: str, seconds: float | None) -> None:
+    def stage(self, name: str, seconds: float | None, detail: str = "") -> None:
         """A step of the run started (``seconds`` None: a line with its time running) or ended (the line
-        completed); sections that are no step (:data:`STEP_LABELS`) are not shown."""
+        completed, with what it did in counts: ``detail``); a step told only once done (a stage inside
+        another) gets its line then. Sections that are no step (:data:`STEP_LABELS`) are not shown."""
         label = STEP_LABELS.get(name)
         if label is None:
             return
         if seconds is None:
             self.steps[name] = self.progress.add_task(label, total=None, unit="")
-        elif name in self.steps:
-            self.progress.update(self.steps[name], total=1, completed=1, unit=f"{seconds:.1f} s")
+            return
+        if name not in self.steps:
+            self.steps[name] = self.progress.add_task(label, total=None, unit="")
+        unit = f"{detail}, {seconds:.1f} s" if detail else f"{seconds:.1f} s"
+        self.progress.update(self.steps[name], total=1, completed=1, unit=unit)
 
     def __enter__(self) -> BatchProgress:
         self.progress.start()

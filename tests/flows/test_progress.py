@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 from pathlib import Path
 
-from eqagen.flows.pipeline import RunSummary
+import pytest
+
+from eqagen.flows.pipeline import RunSummary, generate_inline
 from eqagen.flows.progress import STAGE_ORDER, STEP_LABELS, BatchProgress, stage_table
 from eqagen.flows.timeline import Timeline
+from tests.outputs.builders import fixture_sampler
 
 
 def test_stage_table_is_in_run_order() -> None:
@@ -24,7 +29,7 @@ def test_stage_table_is_in_run_order() -> None:
 
 def test_timeline_tells_its_listener_each_section_as_it_starts_and_ends() -> None:
     heard: list[tuple[str, float | None]] = []
-    timeline = Timeline(on_section=lambda stage, seconds: heard.append((stage, seconds)))
+    timeline = Timeline(on_section=lambda stage, seconds, detail: heard.append((stage, seconds)))
     with timeline.section("ask"):
         assert heard == [("ask", None)]  # said before the work, so a display shows what runs
         with timeline.section("read"):
@@ -41,3 +46,33 @@ def test_batch_progress_shows_each_step_running_then_with_its_seconds() -> None:
     assert list(tasks) == ["episodes + programs", STEP_LABELS["ask"], STEP_LABELS["audit"]]  # no batch line
     assert tasks[STEP_LABELS["ask"]].finished and tasks[STEP_LABELS["ask"]].fields["unit"] == "2.2 s"
     assert not tasks[STEP_LABELS["audit"]].finished  # still running
+
+
+@pytest.mark.slow  # a whole run, with its audit: several seconds
+def test_each_step_after_the_batches_is_said_in_run_order_with_its_counts(tmp_path, small_config) -> None:
+    """A whole (tiny) run told to a listener: ask, read, select then the balance, compose and split it ran,
+    paraphrase then write, then audit; each with its counts, equal to stats.json's funnel."""
+    heard: list[tuple[str, float | None, str]] = []
+    generate_inline(small_config(), tmp_path / "out", sampler=fixture_sampler, on_stage=lambda *t: heard.append(t))
+    done = [(stage, detail) for stage, seconds, detail in heard if seconds is not None and stage in STEP_LABELS]
+    assert [stage for stage, _ in done] == ["ask", "read", "select", "balance", "compose", "split", "paraphrase",
+                                            "write", "audit"]  # fmt: skip
+    funnel = json.loads((tmp_path / "out" / "stats.json").read_text())["funnel"]
+    details = dict(done)
+    for stage in ("balance", "compose", "split"):
+        assert details[stage] == f"{funnel[stage]['in']:,} -> {funnel[stage]['out']:,} rows"
+    assert details["ask"].endswith(f"{funnel['ask']['out']:,} answered")
+    assert details["paraphrase"] == f"{funnel['paraphrase']['in']:,} rows"
+    assert re.fullmatch(r"\d+ of \d+ criteria met", details["audit"])
+    started = [stage for stage, seconds, _ in heard if seconds is None and stage in STEP_LABELS]
+    assert started == ["ask", "read", "select", "write", "audit"]  # said before the work: the display shows what runs
+
+
+def test_a_step_told_only_when_done_gets_its_line_with_counts() -> None:
+    progress = BatchProgress(1, enabled=False, file=io.StringIO())
+    progress.stage("select", None)
+    progress.stage("balance", 0.5, "7,201 -> 2,100 rows")
+    tasks = {t.description: t for t in progress.progress.tasks}
+    assert tasks[STEP_LABELS["balance"]].finished
+    assert tasks[STEP_LABELS["balance"]].fields["unit"] == "7,201 -> 2,100 rows, 0.5 s"
+    assert not tasks[STEP_LABELS["select"]].finished
