@@ -174,11 +174,13 @@ def ask_everywhere(
     keys: stream.CandidateKeys | None = None,
     inputs: ask.PlanInputs | None = None,
     alongside: Callable[[], None] | None = None,
+    on_round: SectionListener | None = None,
 ) -> ask.AskResult:
     """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
     warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read:
     each round's files are read as their units write them); ``inputs``: the plan's inputs folded in so far;
-    ``alongside``: work started with the first round (:func:`eqagen.flows.ask.run_ask_stage`)."""
+    ``alongside``: work started with the first round; ``on_round``: told of each round
+    (:func:`eqagen.flows.ask.run_ask_stage`)."""
     keys = keys or stream.CandidateKeys(stream.key_columns(config))
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
@@ -196,7 +198,7 @@ def ask_everywhere(
 
     return ask.run_ask_stage(
         ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor, inputs, read_soon,
-        alongside,
+        alongside, on_round,
     )  # fmt: skip
 
 
@@ -231,7 +233,8 @@ def finish(
     candidates = stream.CandidateKeys(stream.key_columns(config))  # each candidate file read once
     candidates.prefetch(ask.candidate_files(ctx.store, batch_names, []), executor)  # while the asks are planned
     with timeline.section("ask") as asking:
-        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs, write_episodes)
+        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs, write_episodes,
+                               timeline.tell)  # fmt: skip
         asking.detail = rows_detail(asked.report, "asks", "answered")
     seconds["ask"] = log.record(asked.report).seconds
     with timeline.section("read") as read:

@@ -32,6 +32,11 @@ STEP_LABELS = {
 }
 
 
+def step_label(name: str) -> str | None:
+    """The line of a step (:data:`STEP_LABELS`; an ask round under the ask); None: not shown."""
+    return f"  {name}" if name.startswith("ask round ") else STEP_LABELS.get(name)
+
+
 class BatchProgress:
     """``with BatchProgress(n, completed=k) as p: ... p.advance()`` once per batch finished by this run;
     the bar starts at the ``k`` batches an earlier run had checkpointed. :meth:`stage` adds a line per step
@@ -61,14 +66,14 @@ class BatchProgress:
         self.progress.advance(self.task)
 
     def stage(self, name: str, seconds: float | None, detail: str = "") -> None:
-        """A step of the run started (``seconds`` None: a line with its time running) or ended (the line
-        completed, with what it did in counts: ``detail``); a step told only once done (a stage inside
-        another) gets its line then. Sections that are no step (:data:`STEP_LABELS`) are not shown."""
-        label = STEP_LABELS.get(name)
+        """A step of the run started (``seconds`` None: a line with its time running and what it is doing,
+        ``detail``) or ended (the line completed, with what it did in counts); a step told only once done (a
+        stage inside another) gets its line then. Sections that are no step (:data:`STEP_LABELS`) are not shown."""
+        label = step_label(name)
         if label is None:
             return
         if seconds is None:
-            self.steps[name] = self.progress.add_task(label, total=None, unit="")
+            self.steps[name] = self.progress.add_task(label, total=None, unit=detail)
             return
         if name not in self.steps:
             self.steps[name] = self.progress.add_task(label, total=None, unit="")

@@ -116,9 +116,9 @@ class Timeline:
             if self.on_section:
                 self.on_section(stage, section.seconds, section.detail)
 
-    def tell(self, stage: str, seconds: float, detail: str) -> None:
-        """Tell the listener of a stage that ran inside a section (balance, compose and split inside the
-        selection), once it is done: its span is the enclosing section's."""
+    def tell(self, stage: str, seconds: float | None, detail: str) -> None:
+        """Tell the listener of a part of a section as it starts (``seconds`` None) or once done (the ask
+        rounds; balance, compose and split inside the selection): its span is the enclosing section's."""
         if self.on_section:
             self.on_section(stage, seconds, detail)
 
@@ -173,9 +173,9 @@ class TimedExecutor(Executor):
         self.inner.submit(timed, fn, pickle.dumps(args, pickle.HIGHEST_PROTOCOL)).add_done_callback(settle)
         return outer
 
-    def tell(self, stage: str, seconds: float, detail: str) -> None:
-        """Tell the listener of a stage that ran inside a section (balance, compose and split inside the
-        selection), once it is done: its span is the enclosing section's."""
+    def tell(self, stage: str, seconds: float | None, detail: str) -> None:
+        """Tell the listener of a part of a section as it starts (``seconds`` None) or once done (the ask
+        rounds; balance, compose and split inside the selection): its span is the enclosing section's."""
         if self.on_section:
             self.on_section(stage, seconds, detail)
 

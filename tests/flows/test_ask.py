@@ -108,10 +108,22 @@ def test_questions_are_asked_only_in_other_scenes_of_their_partition(tmp_path) -
     def every_other_scene(scenes: list[str]) -> set[str]:
         return set(sorted(scenes)[::2])
 
+    told: list[tuple[str, float | None, str]] = []
     result = ask.run_ask_stage(
         ctx.store, names, ctx.questions, config.seed, ask.AskSettings(scenes=3, rounds=2), every_other_scene,
-        lambda files, held: lambda program: True,
+        lambda files, held: lambda program: True, on_round=lambda *line: told.append(line),
     )  # fmt: skip
+    # the progress display hears each round as it starts and ends, with the counts stats.json records
+    rounds = result.report.stats["rounds"]
+    assert len(rounds) == 2 and [(name, seconds is None) for name, seconds, _ in told] == [
+        ("ask round 1", True), ("ask round 1", False), ("ask round 2", True), ("ask round 2", False)
+    ]  # fmt: skip
+    for r, stats in enumerate(rounds):
+        assert told[2 * r][2].startswith(f"{stats['proposals']:,} questions, ")
+        assert (
+            told[2 * r + 1][2]
+            == f"{stats['proposals']:,} questions, {stats['asks']:,} asks -> {stats['records']:,} answered"
+        )
     held = result.held_out_scenes
     columns = ["balance_key", "scene_id", "grounded"]
     proposed: dict[str, set[str]] = defaultdict(set)
