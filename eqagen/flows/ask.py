@@ -400,14 +400,14 @@ def run_ask_stage(
             barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
             if r == 0 and alongside:
                 alongside()
-            name, round_start = f"ask round {r + 1}", time.perf_counter()
-            if on_round:
-                on_round(name, None, f"{sum(want):,} questions, {sum(map(len, plan.values())):,} asks")
-            run_round(store.root, directory, batch_names, plan, questions, seed, executor, on_written)
+            told = RoundTold(f"ask round {r + 1}", sum(want), plan, batch_names, on_round)
+            round_start = time.perf_counter()
+            told.written(None)
+            run_round(store.root, directory, batch_names, plan, questions, seed, executor, told.chained(on_written))
             directories.append(directory)
             rounds.append(round_stats(directory, batch_names, sum(want)))
             if on_round:
-                on_round(name, time.perf_counter() - round_start, round_detail(rounds[-1]))
+                on_round(told.name, time.perf_counter() - round_start, round_detail(rounds[-1]))
         if alongside and not directories:  # no round ran
             alongside()
     stats = {
@@ -452,6 +452,31 @@ def run_round(
         unit.result()  # a failed unit fails the round, its error first
         if on_written:
             on_written(directory / batch_names[units[unit]] / f"{ASKED}.parquet")
+
+
+class RoundTold:
+    """A round's progress as the run's display hears it (``listener``, None: no one listens): its questions,
+    then its asks done so far, a target batch's asks at a time, as its units finish."""
+
+    def __init__(self, name: str, questions: int, plan: dict[int, list[Ask]], batch_names: list[str],
+                 listener: SectionListener | None):  # fmt: skip
+        self.name, self.questions, self.listener = name, questions, listener
+        self.asks = {batch_names[i]: len(asks) for i, asks in plan.items()}
+        self.total, self.done = sum(self.asks.values()), 0
+
+    def written(self, path: Path | None) -> None:
+        """A unit's candidate file is written (None: the round starts)."""
+        self.done += self.asks.get(path.parent.name, 0) if path is not None else 0
+        if self.listener:
+            self.listener(self.name, None, f"{self.questions:,} questions, {self.done:,} of {self.total:,} asks")
+
+    def chained(self, on_written: Callable[[Path], None] | None) -> Callable[[Path], None]:
+        def both(path: Path) -> None:
+            self.written(path)
+            if on_written:
+                on_written(path)
+
+        return both
 
 
 def round_detail(stats: dict[str, Any]) -> str:

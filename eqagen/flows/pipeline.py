@@ -254,7 +254,11 @@ def finish(
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
     barrier(executor)  # the shards' units need the selection
     with timeline.section("write") as write:
-        paraphrased = log.record(stream.write_questions(files, kept, config, ctx.config_hash, writer, executor))
+        rows = RowsTold(timeline, "paraphrase", kept.num_rows)
+        rows.add(0)
+        paraphrased = log.record(
+            stream.write_questions(files, kept, config, ctx.config_hash, writer, executor, rows.add)
+        )
         timeline.tell("paraphrase", paraphrased.seconds, f"{paraphrased.rows_in:,} rows")
         for shard in episode_shards:
             writer.add_staged(*shard.result())
@@ -265,7 +269,9 @@ def finish(
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
     barrier(executor)  # the audit's units need every shard
     with timeline.section("audit") as audit:
-        manifest, stats = writer.seal(identity, log, executor=executor)
+        manifest, stats = writer.seal(
+            identity, log, executor=executor, on_step=lambda what: timeline.tell("audit", None, what)
+        )
         criteria = stats["dataset"].get("criteria", {})
         audit.detail = f"{sum(c['ok'] for c in criteria.values())} of {len(criteria)} criteria met"
     seconds["audit"] = audit.seconds
@@ -277,6 +283,20 @@ def finish(
         "criteria_missed": [name for name, c in stats["dataset"].get("criteria", {}).items() if not c["ok"]],
     }
     return summary
+
+
+@dataclass
+class RowsTold:
+    """Rows done of a stage's total, told to the timeline's listener as the running stage's detail."""
+
+    timeline: Timeline
+    stage: str
+    total: int
+    done: int = 0
+
+    def add(self, rows: int) -> None:
+        self.done += rows
+        self.timeline.tell(self.stage, None, f"{self.done:,} of {self.total:,} rows")
 
 
 def rows_detail(report: StageReport, rows_in: str, rows_out: str) -> str:

@@ -72,6 +72,9 @@ class BatchProgress:
         label = step_label(name)
         if label is None:
             return
+        if seconds is None and name in self.steps:  # running: what it has done so far
+            self.progress.update(self.steps[name], unit=detail)
+            return
         if seconds is None:
             self.steps[name] = self.progress.add_task(label, total=None, unit=detail)
             return

@@ -64,15 +64,34 @@ def test_each_step_after_the_batches_is_said_in_run_order_with_its_counts(tmp_pa
     assert details["ask"].endswith(f"{funnel['ask']['out']:,} answered")
     assert details["paraphrase"] == f"{funnel['paraphrase']['in']:,} rows"
     assert re.fullmatch(r"\d+ of \d+ criteria met", details["audit"])
-    started = [stage for stage, seconds, _ in heard if seconds is None and stage in STEP_LABELS]
-    assert started == ["ask", "read", "select", "write", "audit"]  # said before the work: the display shows what runs
+    started = [(stage, detail) for stage, seconds, detail in heard if seconds is None and stage in STEP_LABELS]
+    # said before the work, so the display shows what runs; the paraphrase says its rows shard by shard
+    assert list(dict.fromkeys(stage for stage, _ in started)) == [
+        "ask",
+        "read",
+        "select",
+        "write",
+        "paraphrase",
+        "audit",
+    ]
+    rows = [detail for stage, detail in started if stage == "paraphrase"]
+    total = funnel["paraphrase"]["in"]
+    assert rows[0] == f"0 of {total:,} rows" and rows[-1] == f"{total:,} of {total:,} rows" and len(rows) >= 3
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    audit = [detail for stage, detail in started if stage == "audit"]
+    assert audit == ["", f"statistics of {len(manifest['shards'])} shards",
+                     f"criteria of {manifest['rows']['questions_total']:,} questions (blind baselines fitted)",
+                     "report: plots and example pictures"]  # fmt: skip
 
 
 def test_a_step_told_only_when_done_gets_its_line_with_counts() -> None:
     progress = BatchProgress(1, enabled=False, file=io.StringIO())
+    progress.stage("paraphrase", None, "0 of 10 rows")
+    progress.stage("paraphrase", None, "4 of 10 rows")  # the same line, its counts moving
     progress.stage("select", None)
     progress.stage("balance", 0.5, "7,201 -> 2,100 rows")
     tasks = {t.description: t for t in progress.progress.tasks}
     assert tasks[STEP_LABELS["balance"]].finished
     assert tasks[STEP_LABELS["balance"]].fields["unit"] == "7,201 -> 2,100 rows, 0.5 s"
     assert not tasks[STEP_LABELS["select"]].finished
+    assert tasks[STEP_LABELS["paraphrase"]].fields["unit"] == "4 of 10 rows" and len(tasks) == 4
