@@ -124,6 +124,7 @@ TASK_TYPE = pa.struct(
     ]
 )
 
+_XYZ_STRUCT = pa.struct([("x", _F64), ("y", _F64), ("z", _F64)])  # AI2-THOR's {x, y, z}
 _INIT_ACTION_TYPE = pa.struct(  # a TeleportFull
     [("action", _STR), ("x", _F64), ("y", _F64), ("z", _F64), ("rotation", _F64), ("horizon", _F64),
      ("rotateOnTeleport", _BOOL)]
@@ -133,7 +134,10 @@ ALFRED_SCENE_TYPE = pa.struct(
     [
         ("floor_plan", _STR),
         ("scene_num", _I32),
-        ("object_poses", _list(pa.struct([("objectName", _STR), ("position", _XYZ), ("rotation", _XYZ)]))),
+        (
+            "object_poses",
+            _list(pa.struct([("objectName", _STR), ("position", _XYZ_STRUCT), ("rotation", _XYZ_STRUCT)])),
+        ),
         ("object_toggles", _list(pa.struct([("objectType", _STR), ("isOn", _BOOL)]))),
         ("dirty_and_empty", _BOOL),
         ("init_action", _INIT_ACTION_TYPE),
