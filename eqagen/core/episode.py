@@ -172,7 +172,8 @@ class Episode:
         return self.frame.to_native(points)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain, JSON-able nested record (the episodes table row); :meth:`from_dict` inverts it."""
+        """Plain, JSON-able nested record; :meth:`from_dict` inverts it (the episodes table's row is this,
+        laid out by :func:`eqagen.outputs.schemas.episode_row`)."""
         return episode_to_dict(self)
 
     @classmethod
@@ -207,8 +208,8 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
         "backend": ep.backend,
         "scene_id": ep.scene_id,
         "seed": int(ep.seed),
-        "task": json.dumps(ep.task, sort_keys=True),
-        "meta": json.dumps(ep.meta, sort_keys=True, default=str),
+        "task": dict(ep.task),
+        "meta": dict(ep.meta),
         "frame": ep.frame.to_dict(),
         "steps": {
             "action": list(ep.steps.action),
@@ -224,7 +225,7 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
             "instance_id": list(ep.entities.instance_id),
             "type": list(ep.entities.type),
             "native_id": list(ep.entities.native_id),
-            "attributes": [json.dumps(a, sort_keys=True) for a in ep.entities.attributes],
+            "attributes": [dict(a) for a in ep.entities.attributes],
             "capabilities": [list(c) for c in ep.entities.capabilities],
         },
         "timeline": {"n_steps": tl.n_steps, "fields": [_field_to_dict(tl, name) for name in tl.initial]},
@@ -268,7 +269,7 @@ def episode_from_dict(d: dict[str, Any]) -> Episode:
         instance_id=list(e["instance_id"]),
         type=list(e["type"]),
         native_id=list(e["native_id"]),
-        attributes=[json.loads(a) for a in e["attributes"]],
+        attributes=[dict(a) for a in e["attributes"]],
         capabilities=[tuple(c) for c in e["capabilities"]],
     )
     return Episode(
@@ -277,12 +278,12 @@ def episode_from_dict(d: dict[str, Any]) -> Episode:
         backend=d["backend"],
         scene_id=d["scene_id"],
         seed=int(d["seed"]),
-        task=json.loads(d["task"]),
+        task=dict(d["task"]),
         steps=steps,
         entities=entities,
         timeline=Timeline(n_steps=int(tl["n_steps"]), initial=initial, changes=changes),
         events=[Event(**ev) for ev in d["events"]],
         regions=[Region(r["region_id"], r["category"], tuple(r["footprint"]), r.get("name", "")) for r in d["regions"]],
         frame=FrameTransform.from_dict(d["frame"]),
-        meta=json.loads(d["meta"]),
+        meta=dict(d["meta"]),
     )

@@ -49,7 +49,7 @@ class FilterSpec:
             "family": self.family,
             "key": self.key,
             "value": self.value,
-            "args": json.dumps(self.args, sort_keys=True),
+            "args": dict(self.args),
         }
 
     @classmethod
@@ -67,18 +67,16 @@ class QuerySpec:
     args: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arg": self.arg, "args": json.dumps(self.args, sort_keys=True)}
+        return {"name": self.name, "arg": self.arg, "args": dict(self.args)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuerySpec:
         return cls(data["name"], data.get("arg") or "", _args_of(data.get("args")))
 
 
-def _args_of(value: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Args as stored (JSON text, "" or null for none) or as a mapping already."""
-    if isinstance(value, str):
-        return json.loads(value) if value else {}
-    return dict(value or {})
+def _args_of(value: dict[str, Any] | None) -> dict[str, Any]:
+    """Args as stored: a struct whose null fields are args the program does not have (a null struct: none)."""
+    return {k: v for k, v in (value or {}).items() if v is not None}
 
 
 def _args_text(args: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ bulk).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -393,13 +392,13 @@ def episode_partial(e: pa.Table) -> EpisodeParts:
     is_action = np.ones_like(flat_ok)
     is_action[starts[:-1]] = False  # step 0 is the initial observation, not an action
     pose = np.asarray(pc.list_flatten(pc.list_flatten(steps.field("pose"))).to_numpy(), float).reshape(-1, 5)
-    metas = [json.loads(m) for m in e["meta"].to_pylist()]
+    success = pc.struct_field(e["meta"], "success").to_pylist()  # null where the backend records none
     return EpisodeParts(
         lengths=[lengths],
         loops=[_loops(pose, starts)],
         actions=int(is_action.sum()),
         failed_actions=int((~flat_ok[is_action]).sum()),
-        task_success=[bool(m["success"]) for m in metas if "success" in m],
+        task_success=[bool(s) for s in success if s is not None],
         family=Counter(e["family"].to_pylist()),
         backend=Counter(e["backend"].to_pylist()),
         scenes=set(e["scene_id"].to_pylist()),

@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from eqagen.core import Program, derive_rng, stable_hash
 from eqagen.core.stages import StageReport
 from eqagen.flows.checkpoints import BatchStore
+from eqagen.flows.timeline import SectionListener
 from eqagen.outputs.readers import episode_from_row
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, questions_table
 from eqagen.outputs.units import barrier, map_units, submit
@@ -364,6 +365,7 @@ def run_ask_stage(
     inputs: PlanInputs | None = None,
     on_written: Callable[[Path], None] | None = None,
     alongside: Callable[[], None] | None = None,
+    on_round: SectionListener | None = None,
 ) -> AskResult:
     """Plan the asks and run them round by round: round 0 asks every proposal in ``ask.scenes`` scenes,
     each later round asks the proposals that ``wanted`` still wants (given the candidates so far) in the
@@ -372,7 +374,9 @@ def run_ask_stage(
     inputs as folded in so far (the rest is read here); ``on_written`` is told each candidate file a unit
     writes, as soon as it is written (the run starts reading its keys while the round goes on);
     ``alongside`` starts work that needs only the batches: with the first round, before its asks (so that it
-    runs among them, and the timeline's predictions schedule it there), or once planned if no round runs."""
+    runs among them, and the timeline's predictions schedule it there), or once planned if no round runs;
+    ``on_round`` is told each round as it starts (``"ask round N"``, None, its proposals and asks) and ends
+    (its seconds and counts), for the run's progress display."""
     start = time.perf_counter()
     inputs = (inputs or PlanInputs()).complete(store, batch_names, executor)
     vocab = inputs.vocabulary(held_out)
@@ -396,9 +400,14 @@ def run_ask_stage(
             barrier(executor)  # a round's asks need the rounds before (the run's timeline: a step of its own)
             if r == 0 and alongside:
                 alongside()
-            run_round(store.root, directory, batch_names, plan, questions, seed, executor, on_written)
+            told = RoundTold(f"ask round {r + 1}", sum(want), plan, batch_names, on_round)
+            round_start = time.perf_counter()
+            told.written(None)
+            run_round(store.root, directory, batch_names, plan, questions, seed, executor, told.chained(on_written))
             directories.append(directory)
             rounds.append(round_stats(directory, batch_names, sum(want)))
+            if on_round:
+                on_round(told.name, time.perf_counter() - round_start, round_detail(rounds[-1]))
         if alongside and not directories:  # no round ran
             alongside()
     stats = {
@@ -443,6 +452,36 @@ def run_round(
         unit.result()  # a failed unit fails the round, its error first
         if on_written:
             on_written(directory / batch_names[units[unit]] / f"{ASKED}.parquet")
+
+
+class RoundTold:
+    """A round's progress as the run's display hears it (``listener``, None: no one listens): its questions,
+    then its asks done so far, a target batch's asks at a time, as its units finish."""
+
+    def __init__(self, name: str, questions: int, plan: dict[int, list[Ask]], batch_names: list[str],
+                 listener: SectionListener | None):  # fmt: skip
+        self.name, self.questions, self.listener = name, questions, listener
+        self.asks = {batch_names[i]: len(asks) for i, asks in plan.items()}
+        self.total, self.done = sum(self.asks.values()), 0
+
+    def written(self, path: Path | None) -> None:
+        """A unit's candidate file is written (None: the round starts)."""
+        self.done += self.asks.get(path.parent.name, 0) if path is not None else 0
+        if self.listener:
+            self.listener(self.name, None, f"{self.questions:,} questions, {self.done:,} of {self.total:,} asks")
+
+    def chained(self, on_written: Callable[[Path], None] | None) -> Callable[[Path], None]:
+        def both(path: Path) -> None:
+            self.written(path)
+            if on_written:
+                on_written(path)
+
+        return both
+
+
+def round_detail(stats: dict[str, Any]) -> str:
+    """A round's counts as the progress line says them."""
+    return f"{stats['proposals']:,} questions, {stats['asks']:,} asks -> {stats['records']:,} answered"
 
 
 def round_stats(directory: Path, batch_names: list[str], proposals: int) -> dict[str, Any]:

@@ -174,11 +174,13 @@ def ask_everywhere(
     keys: stream.CandidateKeys | None = None,
     inputs: ask.PlanInputs | None = None,
     alongside: Callable[[], None] | None = None,
+    on_round: SectionListener | None = None,
 ) -> ask.AskResult:
     """The ask stage (:mod:`eqagen.flows.ask`) with the run's partition of scenes, on ``executor`` (the run's
     warm workers, when it has them); ``keys`` reads the candidates between rounds (and keeps what it read:
     each round's files are read as their units write them); ``inputs``: the plan's inputs folded in so far;
-    ``alongside``: work started with the first round (:func:`eqagen.flows.ask.run_ask_stage`)."""
+    ``alongside``: work started with the first round; ``on_round``: told of each round
+    (:func:`eqagen.flows.ask.run_ask_stage`)."""
     keys = keys or stream.CandidateKeys(stream.key_columns(config))
     split, partition = config.split, partitions_scenes(config.split)
     share = held_out_scene_share(split.unseen_fraction, split.ratios) if partition else 0.0
@@ -196,7 +198,7 @@ def ask_everywhere(
 
     return ask.run_ask_stage(
         ctx.store, batch_names, ctx.questions, config.seed, settings, held_out, wanted, executor, inputs, read_soon,
-        alongside,
+        alongside, on_round,
     )  # fmt: skip
 
 
@@ -230,32 +232,48 @@ def finish(
 
     candidates = stream.CandidateKeys(stream.key_columns(config))  # each candidate file read once
     candidates.prefetch(ask.candidate_files(ctx.store, batch_names, []), executor)  # while the asks are planned
-    with timeline.section("ask"):
-        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs, write_episodes)
+    with timeline.section("ask") as asking:
+        asked = ask_everywhere(config, ctx, batch_names, executor, candidates, plan_inputs, write_episodes,
+                               timeline.tell)  # fmt: skip
+        asking.detail = rows_detail(asked.report, "asks", "answered")
     seconds["ask"] = log.record(asked.report).seconds
     with timeline.section("read") as read:
         files = ask.candidate_files(ctx.store, batch_names, asked.directories)
         keys = candidates.read(files, executor)
+        read.detail = f"{keys.num_rows:,} candidates"
     seconds["read"] = read.seconds
     held_out = asked.held_out_scenes if partitions_scenes(config.split) else None
-    with timeline.section("select"):
+    with timeline.section("select") as selecting:
         kept = stream.select(keys, config, log, held_out)
-    seconds.update({stage.name: log.seconds[stage.name] for stage in stages.SELECTION_STAGES})
+        selecting.detail = f"{keys.num_rows:,} -> {kept.num_rows:,} rows"
+    for stage in stages.SELECTION_STAGES:
+        seconds[stage.name] = log.seconds[stage.name]
+        funnel = log.funnel[stage.name]
+        timeline.tell(stage.name, seconds[stage.name], f"{funnel['in']:,} -> {funnel['out']:,} rows")
     del keys, candidates  # the candidates' keys are no longer needed
     require_questions(kept.num_rows, programs.rows_out)  # before any question is written (staging: episodes at most)
     barrier(executor)  # the shards' units need the selection
     with timeline.section("write") as write:
-        seconds["paraphrase"] = log.record(
-            stream.write_questions(files, kept, config, ctx.config_hash, writer, executor)
-        ).seconds
+        rows = RowsTold(timeline, "paraphrase", kept.num_rows)
+        rows.add(0)
+        paraphrased = log.record(
+            stream.write_questions(files, kept, config, ctx.config_hash, writer, executor, rows.add)
+        )
+        timeline.tell("paraphrase", paraphrased.seconds, f"{paraphrased.rows_in:,} rows")
         for shard in episode_shards:
             writer.add_staged(*shard.result())
+        write.detail = f"{paraphrased.rows_out:,} questions, {len(episode_shards)} episode shards"
+    seconds["paraphrase"] = paraphrased.seconds
     seconds["write"] = write.seconds - seconds["paraphrase"]
     log.note("timings", {"seconds": {k: round(v, 3) for k, v in seconds.items()}})
     identity = DatasetIdentity(resolved(config), config.seed, ctx.config_hash)
     barrier(executor)  # the audit's units need every shard
     with timeline.section("audit") as audit:
-        manifest, stats = writer.seal(identity, log, executor=executor)
+        manifest, stats = writer.seal(
+            identity, log, executor=executor, on_step=lambda what: timeline.tell("audit", None, what)
+        )
+        criteria = stats["dataset"].get("criteria", {})
+        audit.detail = f"{sum(c['ok'] for c in criteria.values())} of {len(criteria)} criteria met"
     seconds["audit"] = audit.seconds
     summary.counts = {
         **manifest["rows"],
@@ -265,6 +283,25 @@ def finish(
         "criteria_missed": [name for name, c in stats["dataset"].get("criteria", {}).items() if not c["ok"]],
     }
     return summary
+
+
+@dataclass
+class RowsTold:
+    """Rows done of a stage's total, told to the timeline's listener as the running stage's detail."""
+
+    timeline: Timeline
+    stage: str
+    total: int
+    done: int = 0
+
+    def add(self, rows: int) -> None:
+        self.done += rows
+        self.timeline.tell(self.stage, None, f"{self.done:,} of {self.total:,} rows")
+
+
+def rows_detail(report: StageReport, rows_in: str, rows_out: str) -> str:
+    """A stage's counts as a progress line says them: "11,052 asks -> 7,201 answered"."""
+    return f"{report.rows_in:,} {rows_in} -> {report.rows_out:,} {rows_out}"
 
 
 def add_batch_seconds(seconds: dict[str, float], batch_summary: dict[str, Any]) -> None:

@@ -22,10 +22,19 @@ STAGE_ORDER = ("plan", "episodes", "programs", "checkpoint", "ask", "read", "bal
 STEP_LABELS = {
     "ask": "ask the questions in other scenes",
     "read": "read the candidates' keys",
-    "select": "balance, compose, split",
+    "select": "select: balance, compose, split",
+    "balance": "  balance",
+    "compose": "  compose",
+    "split": "  split",
     "write": "paraphrase and write the shards",
+    "paraphrase": "  paraphrase",
     "audit": "audit: statistics, criteria, report, card",
 }
+
+
+def step_label(name: str) -> str | None:
+    """The line of a step (:data:`STEP_LABELS`; an ask round under the ask); None: not shown."""
+    return f"  {name}" if name.startswith("ask round ") else STEP_LABELS.get(name)
 
 
 class BatchProgress:
@@ -56,16 +65,23 @@ class BatchProgress:
     def advance(self, _: Any = None) -> None:
         self.progress.advance(self.task)
 
-    def stage(self, name: str, seconds: float | None) -> None:
-        """A step of the run started (``seconds`` None: a line with its time running) or ended (the line
-        completed); sections that are no step (:data:`STEP_LABELS`) are not shown."""
-        label = STEP_LABELS.get(name)
+    def stage(self, name: str, seconds: float | None, detail: str = "") -> None:
+        """A step of the run started (``seconds`` None: a line with its time running and what it is doing,
+        ``detail``) or ended (the line completed, with what it did in counts); a step told only once done (a
+        stage inside another) gets its line then. Sections that are no step (:data:`STEP_LABELS`) are not shown."""
+        label = step_label(name)
         if label is None:
             return
+        if seconds is None and name in self.steps:  # running: what it has done so far
+            self.progress.update(self.steps[name], unit=detail)
+            return
         if seconds is None:
+            self.steps[name] = self.progress.add_task(label, total=None, unit=detail)
+            return
+        if name not in self.steps:
             self.steps[name] = self.progress.add_task(label, total=None, unit="")
-        elif name in self.steps:
-            self.progress.update(self.steps[name], total=1, completed=1, unit=f"{seconds:.1f} s")
+        unit = f"{detail}, {seconds:.1f} s" if detail else f"{seconds:.1f} s"
+        self.progress.update(self.steps[name], total=1, completed=1, unit=unit)
 
     def __enter__(self) -> BatchProgress:
         self.progress.start()

@@ -388,7 +388,12 @@ def write_question_shard(
 
 
 def write_paraphrased_questions(
-    files: list[Path], kept: pa.Table, config: PipelineConfig, config_hash: str, writer: DatasetWriter
+    files: list[Path],
+    kept: pa.Table,
+    config: PipelineConfig,
+    config_hash: str,
+    writer: DatasetWriter,
+    on_rows: Callable[[int], None] | None = None,
 ) -> ChunkedParaphrase:
     """The LLM's way: the kept rows in batch order, paraphrased chunk by chunk in this process (the run's one
     budget, failure count and few-shot pool), each shard written by the streaming writer as soon as its rows
@@ -396,6 +401,8 @@ def write_paraphrased_questions(
     paraphrase = ChunkedParaphrase(config.paraphrase, config.seed, example_pool(files, kept, config_hash))
     for chunk in paraphrase.map(chunks(kept_rows(files, kept, config_hash), PARAPHRASE_CHUNK_ROWS)):
         writer.add_questions(stages.conform(chunk, QUESTIONS_SCHEMA))
+        if on_rows:
+            on_rows(chunk.num_rows)
     return paraphrase
 
 
@@ -448,15 +455,17 @@ def write_questions(
     config_hash: str,
     writer: DatasetWriter,
     executor: Executor | None = None,
+    on_rows: Callable[[int], None] | None = None,
 ) -> StageReport:
     """The questions shards into the writer's staging: offline, one unit per shard (on an executor its rows
     paraphrased first by one unit per piece of :data:`PARAPHRASE_CHUNK_ROWS` rows); for an LLM, paraphrased
-    here (:func:`write_paraphrased_questions`). Returns the paraphrase stage's report, whose seconds include
-    reading and writing the rows (they overlap)."""
+    here (:func:`write_paraphrased_questions`). ``on_rows`` is told the rows of each shard or chunk as it is
+    written (the run's progress). Returns the paraphrase stage's report, whose seconds include reading and
+    writing the rows (they overlap)."""
     start = time.perf_counter()
     section = config.paraphrase
     if uses_llm(section):
-        paraphrase = write_paraphrased_questions(files, kept, config, config_hash, writer)
+        paraphrase = write_paraphrased_questions(files, kept, config, config_hash, writer, on_rows)
     else:
         paraphrase = ChunkedParaphrase(section, config.seed)
         shards = plan_question_shards(files, kept, writer.rows_per_shard)
@@ -465,6 +474,8 @@ def write_questions(
         ):
             writer.add_staged(info, partial)
             paraphrase.add_elsewhere(stats, failures)
+            if on_rows:
+                on_rows(info.rows)
         paraphrase.check()
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     seconds = time.perf_counter() - start

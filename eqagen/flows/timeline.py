@@ -74,12 +74,15 @@ def timed(fn: Callable[..., Any], packed: bytes) -> tuple[Any, Span]:
 
 @dataclass
 class Section:
-    """A section's seconds, set when its block ends (:meth:`Timeline.section`)."""
+    """A section's seconds, set when its block ends (:meth:`Timeline.section`), and what it did in counts
+    (``detail``, set by the block: "11,052 asks -> 7,201 answered")."""
 
     seconds: float = 0.0
+    detail: str = ""
 
 
-SectionListener = Callable[[str, float | None], None]  # (stage, None) at its start, (stage, seconds) at its end
+# (stage, None, "") at its start, (stage, seconds, detail) at its end
+SectionListener = Callable[[str, float | None, str], None]
 
 
 class Timeline:
@@ -103,7 +106,7 @@ class Timeline:
         once the block is done."""
         section, start = Section(), time.time()
         if self.on_section:
-            self.on_section(stage, None)
+            self.on_section(stage, None, "")
         try:
             yield section
         finally:
@@ -111,7 +114,13 @@ class Timeline:
             section.seconds = end - start
             self.add(Span(stage, start, end, MAIN))
             if self.on_section:
-                self.on_section(stage, section.seconds)
+                self.on_section(stage, section.seconds, section.detail)
+
+    def tell(self, stage: str, seconds: float | None, detail: str) -> None:
+        """Tell the listener of a part of a section as it starts (``seconds`` None) or once done (the ask
+        rounds; balance, compose and split inside the selection): its span is the enclosing section's."""
+        if self.on_section:
+            self.on_section(stage, seconds, detail)
 
     def barrier(self) -> None:
         """Mark that the units submitted from now on need the units the run waited for before (the run's
@@ -163,6 +172,12 @@ class TimedExecutor(Executor):
 
         self.inner.submit(timed, fn, pickle.dumps(args, pickle.HIGHEST_PROTOCOL)).add_done_callback(settle)
         return outer
+
+    def tell(self, stage: str, seconds: float | None, detail: str) -> None:
+        """Tell the listener of a part of a section as it starts (``seconds`` None) or once done (the ask
+        rounds; balance, compose and split inside the selection): its span is the enclosing section's."""
+        if self.on_section:
+            self.on_section(stage, seconds, detail)
 
     def barrier(self) -> None:
         """The run's next step starts here (:meth:`Timeline.barrier`)."""

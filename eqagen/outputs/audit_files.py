@@ -11,7 +11,7 @@ of the criteria are computed here meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
@@ -84,11 +84,15 @@ def write_audit_files(
     report: bool = True,
     partials: Mapping[str, ShardPartial] | None = None,
     executor: Executor | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Write stats.json, the dataset card (README.md) and, unless ``report`` is false, report.html for the
     ``shards`` staged in ``out_dir``; returns the statistics written. ``partials``: shards' partial statistics
-    by path, where their writer made them (the others are read back here)."""
+    by path, where their writer made them (the others are read back here); ``on_step`` is told each step as
+    it starts (the run's progress)."""
     out_dir, partials = Path(out_dir), partials or {}
+    step = on_step or (lambda what: None)
+    step(f"statistics of {len(shards)} shards")
     ordered = sorted(shards, key=lambda s: s.path)  # path order: as a reader of the dataset meets them
     parts = [partials[s.path] if s.path in partials else shard_partial(out_dir / s.path, table_of(s)) for s in ordered]
     questions = merge_questions(p for p in parts if isinstance(p, QuestionPartial))
@@ -107,11 +111,13 @@ def write_audit_files(
         if report:
             plots = [executor.submit(draw_plot, spec) for spec in plot_specs(stats)]
             pictures = [executor.submit(example_picture, out_dir, paths, *ids) for ids in example_ids(stats)]
+    step(f"criteria of {rows.num_rows:,} questions (blind baselines fitted)")
     criteria = method_criteria(rows, manifest.get("config"), text_answers, contents)
     stats = {**stats, "dataset": {**dataset, "criteria": criteria}}
     write_json_atomic(stats, out_dir / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
     if report:
+        step("report: plots and example pictures")
         drawn = [plot.result() for plot in plots] if plots is not None else None
         if pictures is not None:
             examples = drawn_pictures(p.result() for p in pictures)

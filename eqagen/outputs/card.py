@@ -84,7 +84,9 @@ QUESTION_FIELDS = {
     "backend": "world backend that made the episode (embedded: procedural, no download)",
     "split": "train, validation or test (the shard's split)",
     "program": "the question as a program: `filters` (each `family`, `key`, `value`, `args`) then a `query` "
-    "(`name`, `arg`, `args`); `args` hold entity indices and details",
+    "(`name`, `arg`, `args`); a filter's `args` are a struct of `event`, `event2` (indices into the episode's "
+    "`events`) and `receptacle` (a type), a query's of `kind` (an event kind) and `subject` (a type), null "
+    "where the predicate has none",
     "structured_question": "the program in TAG-EQA's text form (`DATA -> FILTER -> ... -> QUERY`)",
     "structured_answer": "the grounded answer: groups, each with the grounded `predicate`, its `anchor` [x, y, z] "
     "(or null), the `result` entities (id, type, position, caption, value) and the group's `value`",
@@ -113,12 +115,17 @@ EPISODE_FIELDS = {
     "seed": "the episode's own seed (derived from the run's seed)",
     "n_steps": "number of steps (step 0 is the initial observation)",
     "n_entities": "number of objects (entities) in the world",
-    "task": "the agent's task (JSON): its type and targets",
-    "meta": "backend details of the episode (JSON)",
+    "task": "the agent's task: a struct of every family's fields, null where the family has none (household: "
+    "ALFRED's `task_type` and targets; navigation: the route's ends, distances and policy; blockworld: `biome`)",
+    "meta": "how the episode came about: a struct of every backend's fields, null where the backend has none "
+    "(`success`, `stop_reason`; household: the agent and ALFRED's records; navigation: `path`, `camera`; "
+    "blockworld: `ground_truth`, `blocks_seen`); a mapping whose keys are data (block names, mob kinds) is a "
+    "list of `key`, `value` entries",
     "frame": "the world frame: the `native` convention, the `origin` and initial yaw `yaw0`",
     "steps": "per step: `action`, its `target` and `receptacle` entity, `args` (JSON), `success`, `error`, the "
     "agent's `pose` [x, y, z, yaw, pitch] and the `held` entity",
-    "entities": "per entity: `instance_id`, `type`, `native_id`, `attributes` (JSON) and `capabilities`",
+    "entities": "per entity: `instance_id`, `type`, `native_id`, `attributes` (a list of `key`, `value` "
+    "entries: color, material, room, ...) and `capabilities`",
     "timeline": "every entity's state: per field its `initial` values and its changes (`t`, `entity`, `value`)",
     "events": "what happened (`t`, `kind`, `entity`, `target`, `ordinal`)",
     "regions": "rooms or regions: `region_id`, `category`, `footprint`, `name`",

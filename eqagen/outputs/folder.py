@@ -27,7 +27,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -242,16 +242,21 @@ class DatasetWriter:
         return self.shards
 
     def seal(
-        self, identity: DatasetIdentity, log: StageLog, report: bool = True, executor: Executor | None = None
+        self,
+        identity: DatasetIdentity,
+        log: StageLog,
+        report: bool = True,
+        executor: Executor | None = None,
+        on_step: Callable[[str], None] | None = None,
     ) -> tuple[dict[str, Any], dict]:
         """Close the shards, then write the manifest, ``stats.json`` (``log``'s funnel and stage statistics,
         the rest from the staged shards: :func:`~eqagen.outputs.audit_files.write_audit_files`, its units on
-        ``executor`` when given), the card and (``report``) the report, and swap the dataset in; returns the
-        manifest and the statistics."""
+        ``executor`` when given, ``on_step`` told its steps), the card and (``report``) the report, and swap
+        the dataset in; returns the manifest and the statistics."""
         files = DATASET_FILES if report else ("README.md", "stats.json")
         manifest = identity.manifest(self.close(), files)
         stats = write_audit_files(
-            self.staging, self.shards, log.funnel, log.stages, manifest, report, self.partials, executor
+            self.staging, self.shards, log.funnel, log.stages, manifest, report, self.partials, executor, on_step
         )
         self.commit(manifest)
         return manifest, stats

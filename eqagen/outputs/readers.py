@@ -11,13 +11,13 @@ import pyarrow.compute as pc
 
 from eqagen.core import Episode, QARecord, split_name
 from eqagen.outputs.dataset import Dataset, open_dataset, read_shards
-from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episode_dict
 from eqagen.paraphrase.tables import records_from_table
 
 
 def episode_from_row(row: dict[str, Any]) -> Episode:
     """Inverse of :func:`eqagen.outputs.schemas.episode_row`."""
-    return Episode.from_dict(row)
+    return Episode.from_dict(episode_dict(row))
 
 
 DatasetSource = Path | str | Dataset

@@ -67,9 +67,7 @@ def test_episode_stats_recounted(dataset):
     actions = [ok for e in eps for ok in e["steps"]["success"][1:]]
     assert stats["action_failure_rate"] == pytest.approx(1 - sum(actions) / len(actions), abs=1e-6)
     assert stats["episodes"] == len(eps)
-    assert stats["task_success_rate"] == pytest.approx(
-        sum(json.loads(e["meta"])["success"] for e in eps) / len(eps), abs=1e-6
-    )
+    assert stats["task_success_rate"] == pytest.approx(sum(e["meta"]["success"] for e in eps) / len(eps), abs=1e-6)
 
 
 def test_audit_passes_untouched_and_catches_a_changed_shard(dataset):

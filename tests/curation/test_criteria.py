@@ -31,8 +31,8 @@ def row(qid: str, split: str, scene: str, key: str, values: list[str], **extra) 
         "query_type": extra.pop("query_type", "count"), "balance_key": key, "question": text,
         "paraphrase": {"question": extra.pop("paraphrase", text), "answer": "", "model": "", "validated": True,
                        "attempts": 1, "reason": ""},
-        "program": {"filters": [{"family": f, "key": "k", "value": "v", "args": "{}"} for f in families],
-                    "query": {"name": "count", "arg": "", "args": "{}"}},
+        "program": {"filters": [{"family": f, "key": "k", "value": "v", "args": {}} for f in families],
+                    "query": {"name": "count", "arg": "", "args": {}}},
         "structured_answer": [{"predicate": "", "anchor": None, "result": [], "value": v} for v in values],
     }  # fmt: skip
 

@@ -108,10 +108,21 @@ def test_questions_are_asked_only_in_other_scenes_of_their_partition(tmp_path) -
     def every_other_scene(scenes: list[str]) -> set[str]:
         return set(sorted(scenes)[::2])
 
+    told: list[tuple[str, float | None, str]] = []
     result = ask.run_ask_stage(
         ctx.store, names, ctx.questions, config.seed, ask.AskSettings(scenes=3, rounds=2), every_other_scene,
-        lambda files, held: lambda program: True,
+        lambda files, held: lambda program: True, on_round=lambda *line: told.append(line),
     )  # fmt: skip
+    # the progress display hears each round as it starts, as its units finish and as it ends, with the counts
+    # stats.json records
+    rounds = result.report.stats["rounds"]
+    assert len(rounds) == 2 and [name for name, _, _ in told] == sorted(name for name, _, _ in told)
+    for r, stats in enumerate(rounds):
+        heard = [(seconds, detail) for name, seconds, detail in told if name == f"ask round {r + 1}"]
+        questions, asks = f"{stats['proposals']:,} questions", stats["asks"]
+        assert heard[0] == (None, f"{questions}, 0 of {asks:,} asks")
+        assert heard[-2] == (None, f"{questions}, {asks:,} of {asks:,} asks") and len(heard) >= 4
+        assert heard[-1][1] == f"{questions}, {asks:,} asks -> {stats['records']:,} answered"
     held = result.held_out_scenes
     columns = ["balance_key", "scene_id", "grounded"]
     proposed: dict[str, set[str]] = defaultdict(set)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 from pathlib import Path
 
-from eqagen.flows.pipeline import RunSummary
+import pytest
+
+from eqagen.flows.pipeline import RunSummary, generate_inline
 from eqagen.flows.progress import STAGE_ORDER, STEP_LABELS, BatchProgress, stage_table
 from eqagen.flows.timeline import Timeline
+from tests.outputs.builders import fixture_sampler
 
 
 def test_stage_table_is_in_run_order() -> None:
@@ -24,7 +29,7 @@ def test_stage_table_is_in_run_order() -> None:
 
 def test_timeline_tells_its_listener_each_section_as_it_starts_and_ends() -> None:
     heard: list[tuple[str, float | None]] = []
-    timeline = Timeline(on_section=lambda stage, seconds: heard.append((stage, seconds)))
+    timeline = Timeline(on_section=lambda stage, seconds, detail: heard.append((stage, seconds)))
     with timeline.section("ask"):
         assert heard == [("ask", None)]  # said before the work, so a display shows what runs
         with timeline.section("read"):
@@ -41,3 +46,52 @@ def test_batch_progress_shows_each_step_running_then_with_its_seconds() -> None:
     assert list(tasks) == ["episodes + programs", STEP_LABELS["ask"], STEP_LABELS["audit"]]  # no batch line
     assert tasks[STEP_LABELS["ask"]].finished and tasks[STEP_LABELS["ask"]].fields["unit"] == "2.2 s"
     assert not tasks[STEP_LABELS["audit"]].finished  # still running
+
+
+@pytest.mark.slow  # a whole run, with its audit: several seconds
+def test_each_step_after_the_batches_is_said_in_run_order_with_its_counts(tmp_path, small_config) -> None:
+    """A whole (tiny) run told to a listener: ask, read, select then the balance, compose and split it ran,
+    paraphrase then write, then audit; each with its counts, equal to stats.json's funnel."""
+    heard: list[tuple[str, float | None, str]] = []
+    generate_inline(small_config(), tmp_path / "out", sampler=fixture_sampler, on_stage=lambda *t: heard.append(t))
+    done = [(stage, detail) for stage, seconds, detail in heard if seconds is not None and stage in STEP_LABELS]
+    assert [stage for stage, _ in done] == ["ask", "read", "select", "balance", "compose", "split", "paraphrase",
+                                            "write", "audit"]  # fmt: skip
+    funnel = json.loads((tmp_path / "out" / "stats.json").read_text())["funnel"]
+    details = dict(done)
+    for stage in ("balance", "compose", "split"):
+        assert details[stage] == f"{funnel[stage]['in']:,} -> {funnel[stage]['out']:,} rows"
+    assert details["ask"].endswith(f"{funnel['ask']['out']:,} answered")
+    assert details["paraphrase"] == f"{funnel['paraphrase']['in']:,} rows"
+    assert re.fullmatch(r"\d+ of \d+ criteria met", details["audit"])
+    started = [(stage, detail) for stage, seconds, detail in heard if seconds is None and stage in STEP_LABELS]
+    # said before the work, so the display shows what runs; the paraphrase says its rows shard by shard
+    assert list(dict.fromkeys(stage for stage, _ in started)) == [
+        "ask",
+        "read",
+        "select",
+        "write",
+        "paraphrase",
+        "audit",
+    ]
+    rows = [detail for stage, detail in started if stage == "paraphrase"]
+    total = funnel["paraphrase"]["in"]
+    assert rows[0] == f"0 of {total:,} rows" and rows[-1] == f"{total:,} of {total:,} rows" and len(rows) >= 3
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    audit = [detail for stage, detail in started if stage == "audit"]
+    assert audit == ["", f"statistics of {len(manifest['shards'])} shards",
+                     f"criteria of {manifest['rows']['questions_total']:,} questions (blind baselines fitted)",
+                     "report: plots and example pictures"]  # fmt: skip
+
+
+def test_a_step_told_only_when_done_gets_its_line_with_counts() -> None:
+    progress = BatchProgress(1, enabled=False, file=io.StringIO())
+    progress.stage("paraphrase", None, "0 of 10 rows")
+    progress.stage("paraphrase", None, "4 of 10 rows")  # the same line, its counts moving
+    progress.stage("select", None)
+    progress.stage("balance", 0.5, "7,201 -> 2,100 rows")
+    tasks = {t.description: t for t in progress.progress.tasks}
+    assert tasks[STEP_LABELS["balance"]].finished
+    assert tasks[STEP_LABELS["balance"]].fields["unit"] == "7,201 -> 2,100 rows, 0.5 s"
+    assert not tasks[STEP_LABELS["select"]].finished
+    assert tasks[STEP_LABELS["paraphrase"]].fields["unit"] == "4 of 10 rows" and len(tasks) == 4

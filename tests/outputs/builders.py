@@ -78,7 +78,7 @@ def make_episode(
         backend="fixture",
         scene_id=scene_id,
         seed=seed,
-        task={"type": "pick_and_place_simple", "object": types[0]},
+        task={"type": "alfred", "task_type": "pick_and_place_simple", "object_target": types[0]},
         steps=steps,
         entities=entities,
         timeline=Timeline.from_dense(dense),
@@ -105,7 +105,7 @@ def make_records(episode: Episode, rng: np.random.Generator, n: int = 4) -> list
             ResultItem(episode.entities.instance_id[j], episode.entities.type[j], tuple(float(v) for v in pos[j]))
             for j in hit
         )
-        program = Program((FilterSpec("property", "color", color, {"i": i}),), QuerySpec("count", "", {}))
+        program = Program((FilterSpec("property", "color", color, {"event": i}),), QuerySpec("count", "", {}))
         para = Paraphrase(f"count the {color} things", str(len(hit)), "template", True) if rng.random() < 0.5 else None
         out.append(
             QARecord(
