@@ -271,6 +271,36 @@ def text_model_answers(
     ]
 
 
+def anchored_values(questions: pa.Table) -> list[list[tuple[tuple, str]]]:
+    """Per record, ``(anchor coordinates, value)`` of each answer group that has an anchor."""
+    return [
+        [(tuple(g["anchor"]), g["value"] or "") for g in groups or () if g["anchor"] is not None]
+        for groups in questions["structured_answer"].to_pylist()
+    ]
+
+
+def coordinate_memory_answers(questions: pa.Table, setup: BlindSetup) -> list[str]:
+    """A blind model that memorises coordinates: every anchor named in a train record (a grounded question's,
+    an ungrounded answer's group labels) with the value its group had; a grounded test record is answered with
+    the choice its anchor's coordinates were seen with most in train (ties: the smallest), any other test
+    record as the majority model answers it. Above chance only where a record's coordinates and answer
+    reach train through another record: a twin of it in another split."""
+    anchored = anchored_values(questions)
+    has_grounded = "grounded" in questions.column_names  # a table without it names no coordinates in questions
+    grounded = questions["grounded"].to_pylist() if has_grounded else [False] * questions.num_rows
+    memory: dict[tuple, Counter] = defaultdict(Counter)
+    for i in setup.train:
+        for anchor, value in anchored[i]:
+            memory[anchor][value] += 1
+    fallback = majority_answers(setup.keys, setup.contents, setup.test)
+    out = []
+    for i, choices, default in zip(setup.test, setup.choices, fallback):
+        seen = memory.get(anchored[i][0][0]) if grounded[i] and anchored[i] else None
+        known = [c for c in choices if seen and seen[c]]
+        out.append(min(known, key=lambda c: (-seen[c], c)) if known else default)
+    return out
+
+
 def paraphrased_texts(questions: pa.Table) -> list[str]:
     """The validated-or-not paraphrase of each record where there is one, else its template text."""
     templates = questions["question"].to_pylist()
@@ -401,6 +431,7 @@ def blind_baselines(
     models = {
         "majority": majority_answers(setup.keys, contents, setup.test),
         **{m: text_model_all_answers(setup, m, text_answers) for m in TEXT_MODELS},
+        "coordinate_memory": coordinate_memory_answers(questions, setup),
     }
     chance = setup.chance
     measured = {m: accuracy_against_chance(a, setup.truth, chance, setup.test_types) for m, a in models.items()}

@@ -1,7 +1,8 @@
 """Stratified train/val/test splits that keep balance groups whole and hold scenes out of train.
 
-``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), so
-every split stays balanced. A set of held-out scenes is chosen first: a run of consecutive scene
+``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), joined
+with the groups of the same episode and program's other records (``twin_units``), so every split stays
+balanced and a grounded question is in the split of its ungrounded twin. A set of held-out scenes is chosen first: a run of consecutive scene
 blocks (see ``SCENE_BLOCKS``; balancing clusters each question's scenes in a few neighbouring
 blocks) large enough that its records make up ``unseen_fraction`` of val and test. Every group that
 touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from eqagen.core import SPLITS, derive_rng
 from eqagen.curation.balance import blind_baseline_codes
@@ -28,6 +31,7 @@ from eqagen.curation.columns import (
     combined_key,
     encode,
     joined_list_column,
+    program_text,
     require_columns,
     scene_ring,
 )
@@ -77,6 +81,7 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
     scene, scene_values = encode(table.column("scene_id"))
     stratum, stratum_names = strata(table, config.stratify_by)
     group, _ = encode(table.column("balance_key"))
+    unit = twin_units(table, group)
     rng = derive_rng(seed, "curation", "split", config.by)
     held_out = np.zeros(len(scene_values), dtype=bool)
     if config.split_file is not None:
@@ -87,15 +92,31 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
         units = make_units(scene, stratum, rng)
         assignment = allocate(units, np.zeros(len(units.size), bool), config.ratios)[units.of_row]
     elif HELD_OUT in table.column_names:  # the scenes were partitioned before balancing: hold that partition out
-        units = make_units(group, stratum, rng)
+        units = make_units(unit, stratum, rng)
         assignment, held_out = split_by_partition(scene, units, table.column(HELD_OUT), len(scene_values), config)
     else:
-        units = make_units(group, stratum, rng)
+        units = make_units(unit, stratum, rng)
         assignment, held_out = split_by_question(scene, units, scene_values, config, rng)
     answer = encode(table.column("answer_key"))[0] if "answer_key" in table.column_names else None
     codes = {"scene": scene, "group": group, "answer": answer, "stratum": stratum}
     stats = split_stats(assignment, codes, held_out, stratum_names, config)
     return SplitAssignment(assignment.astype(np.int8), held_out, scene_values, stats)
+
+
+def twin_units(table: pa.Table, group: np.ndarray) -> np.ndarray:
+    """Per row its unit: the balance groups (``group`` codes) joined wherever records of one episode and
+    program sit in both (a grounded question and its ungrounded twin have their own balance keys), so that
+    every record derived from one episode and program goes to one split: a twin in train would give a test
+    record's answer away (the ungrounded answer names each anchor's coordinates with its group's value).
+    Without ``episode_id`` and ``program`` columns, the groups themselves."""
+    if len(group) == 0 or not {"episode_id", "program"} <= set(table.column_names):
+        return group
+    twin = combined_key(encode(table.column("episode_id"))[0], encode(program_text(table.column("program")))[0])
+    first = np.zeros(int(twin.max()) + 1, dtype=np.int64)
+    first[twin[::-1]] = group[::-1]  # the group of each program's first record
+    n = int(group.max()) + 1
+    links = coo_matrix((np.ones(len(group)), (group, first[twin])), shape=(n, n))
+    return connected_components(links, directed=False)[1].astype(np.int64)[group]
 
 
 def strata(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:

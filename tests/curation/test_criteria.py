@@ -12,7 +12,7 @@ import pytest
 from eqagen.cli import main
 from eqagen.curation import criteria as C
 from eqagen.curation.compose import normalised_targets
-from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+from eqagen.outputs.schemas import ANSWER_GROUP_TYPE, QUESTIONS_SCHEMA
 from tests.curation.criteria_fixtures import PLANTS, write_method_dataset
 
 TABLE_SCHEMA = pa.schema([QUESTIONS_SCHEMA.field(c) for c in C.CRITERIA_COLUMNS])
@@ -178,7 +178,7 @@ def test_blind_baselines_at_chance_where_each_group_shares_one_text():
     result = C.blind_baselines(table(rows))
     assert result.ok, result.detail
     assert {m: r["overall"]["accuracy"] for m, r in result.measured.items()} == {
-        "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5,
+        "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5, "coordinate_memory": 0.5,
     }  # fmt: skip
 
 
@@ -221,3 +221,39 @@ def test_audit_fails_naming_the_planted_criterion(tmp_path, capsys, plant):
     assert f"FAILED  criterion {plant}: " in printed
     assert f"method criteria missed: {plant}\n" in printed  # that one alone
     assert "ok      stats.json equals the statistics recomputed from the shards" in printed
+
+
+def memory_table(twin_split: str) -> pa.Table:
+    """Two grounded test records of one balance group (answers A and B), and the ungrounded twin of both,
+    whose answer names each anchor with its group's value, in ``twin_split``."""
+    groups = [[{"predicate": "", "anchor": [1.0, 2.0, 3.0], "result": [], "value": "A"}],
+              [{"predicate": "", "anchor": [4.0, 5.0, 6.0], "result": [], "value": "B"}]]  # fmt: skip
+    return pa.table(
+        {
+            "question_id": ["q1", "q2", "q3", "q4"],
+            "split": ["test", "test", twin_split, "train"],
+            "balance_key": ["g (x, y, z)", "g (x, y, z)", "g", "g"],
+            "query_type": ["count"] * 4,
+            "grounded": [True, True, False, False],
+            "structured_answer": pa.array(
+                [
+                    groups[1],
+                    groups[0],
+                    groups[0] + groups[1],
+                    [{"predicate": "", "anchor": None, "result": [], "value": "C"}],
+                ],
+                pa.list_(ANSWER_GROUP_TYPE),
+            ),
+        }
+    )
+
+
+def test_the_coordinate_memory_model_answers_from_a_twin_in_train():
+    """Its twin in train gives each grounded test record's answer away; in test with them, nothing does (the
+    answer is then the majority model's: the smallest of a tie, right once)."""
+    for twin_split, right in (("train", 1.0), ("test", 0.5)):
+        table = memory_table(twin_split)
+        setup = C.blind_setup(table, C.answer_contents(table))
+        answers = C.coordinate_memory_answers(table, setup)
+        grounded = [k for k, i in enumerate(setup.test) if table["grounded"][int(i)].as_py()]
+        assert np.mean([answers[k] == setup.truth[k] for k in grounded]) == right, twin_split
