@@ -133,6 +133,18 @@ def combined_key(*codes: np.ndarray) -> np.ndarray:
     return key
 
 
+# A key column derived from ``episode_id`` and ``program``: records with equal values (a grounded question, its
+# ungrounded twin) derive from one episode and program.
+TWIN = "twin"
+
+
+def twin_text(episode_id: pa.ChunkedArray | pa.Array, program: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The :data:`TWIN` column: the episode and its program as one string per row."""
+    if isinstance(episode_id, pa.ChunkedArray):
+        episode_id = episode_id.combine_chunks()
+    return pc.binary_join_element_wise(episode_id, program_text(program), "\x1c")
+
+
 def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """A ``program`` struct column as one string per row (query, then the filters in their order): two rows
     have the same text exactly when they hold the same program."""

@@ -2,10 +2,10 @@
 
 ``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), joined
 with the groups of the same episode and program's other records (``twin_units``), so every split stays
-balanced and a grounded question is in the split of its ungrounded twin. A set of held-out scenes is chosen first: a run of consecutive scene
-blocks (see ``SCENE_BLOCKS``; balancing clusters each question's scenes in a few neighbouring
-blocks) large enough that its records make up ``unseen_fraction`` of val and test. Every group that
-touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
+balanced and a grounded question is in the split of its ungrounded twin. A set of held-out scenes is
+chosen first: a run of consecutive scene blocks (see ``SCENE_BLOCKS``; balancing clusters each question's
+scenes in a few neighbouring blocks) large enough that its records make up ``unseen_fraction`` of val and
+test. Every group that touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
 filter-family signature, grounded), groups are given to val+test (forced groups first) and to train
 in the target proportions, carrying the rounding over from one stratum to the next so that the
 totals match; the same is done between val and test, separately for forced and free groups, so
@@ -28,12 +28,13 @@ from eqagen.core import SPLITS, derive_rng
 from eqagen.curation.balance import blind_baseline_codes
 from eqagen.curation.columns import (
     SCENE_BLOCKS,
+    TWIN,
     combined_key,
     encode,
     joined_list_column,
-    program_text,
     require_columns,
     scene_ring,
+    twin_text,
 )
 from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_rows
@@ -108,10 +109,17 @@ def twin_units(table: pa.Table, group: np.ndarray) -> np.ndarray:
     program sit in both (a grounded question and its ungrounded twin have their own balance keys), so that
     every record derived from one episode and program goes to one split: a twin in train would give a test
     record's answer away (the ungrounded answer names each anchor's coordinates with its group's value).
-    Without ``episode_id`` and ``program`` columns, the groups themselves."""
-    if len(group) == 0 or not {"episode_id", "program"} <= set(table.column_names):
+    Read from the :data:`TWIN` key column, else from ``episode_id`` and ``program``; a table with neither
+    (a synthetic pool) has no twins: the groups themselves."""
+    names = set(table.column_names)
+    if TWIN in names:
+        twin = encode(table.column(TWIN))[0]
+    elif {"episode_id", "program"} <= names:
+        twin = encode(twin_text(table.column("episode_id"), table.column("program")))[0]
+    else:
         return group
-    twin = combined_key(encode(table.column("episode_id"))[0], encode(program_text(table.column("program")))[0])
+    if len(group) == 0:
+        return group
     first = np.zeros(int(twin.max()) + 1, dtype=np.int64)
     first[twin[::-1]] = group[::-1]  # the group of each program's first record
     n = int(group.max()) + 1
