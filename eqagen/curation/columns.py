@@ -139,7 +139,7 @@ TWIN = "twin"
 
 
 def twin_text(episode_id: pa.ChunkedArray | pa.Array, program: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """The :data:`TWIN` column: the episode and its program as one string per row."""
+    """The :data:`TWIN` column: the episode and its program as one string per row (null without a program)."""
     if isinstance(episode_id, pa.ChunkedArray):
         episode_id = episode_id.combine_chunks()
     return pc.binary_join_element_wise(episode_id, program_text(program), "\x1c")
@@ -147,7 +147,7 @@ def twin_text(episode_id: pa.ChunkedArray | pa.Array, program: pa.ChunkedArray |
 
 def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """A ``program`` struct column as one string per row (query, then the filters in their order): two rows
-    have the same text exactly when they hold the same program."""
+    have the same text exactly when they hold the same program; null where the program is."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     query = column.field("query")
@@ -160,4 +160,5 @@ def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     np.cumsum(lengths, out=offsets[1:])
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), one), "\x1e")
     head = [pc.fill_null(query.field(name), "") for name in ("name", "arg", "args")]
-    return pc.binary_join_element_wise(*head, joined, "\x1d")
+    text = pc.binary_join_element_wise(*head, joined, "\x1d")
+    return pc.if_else(pc.is_valid(column), text, pa.scalar(None, pa.string()))  # no program: null

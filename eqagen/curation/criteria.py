@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,8 +27,9 @@ from eqagen.predicates.registry import world_support
 
 CRITERIA_COLUMNS = (
     "question_id", "scene_id", "family", "split", "query_type", "balance_key", "question", "paraphrase",
-    "program", "structured_answer",
+    "program", "structured_answer", "grounded",
 )  # fmt: skip
+OPTIONAL_COLUMNS = ("paraphrase", "grounded")  # a table without them: no paraphrase, no grounded record
 UNSEEN_TOLERANCE = 0.05  # held-out splits: unseen share within this of split.unseen_fraction
 MIX_TOLERANCE = 0.03  # query-type and filter-family shares within this of the config's mix
 BLIND_TOLERANCE = 0.02  # a blind model's accuracy within this of chance
@@ -58,6 +59,8 @@ class MethodTargets:
     query_mix: dict[str, float]
     family_mix: dict[str, float]
     world: str | None
+    n_filters_mix: dict[int, float] = field(default_factory=dict)
+    grounded_share: float | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None, questions: pa.Table) -> MethodTargets:
@@ -74,6 +77,8 @@ class MethodTargets:
             query_mix=dict(asked.query_mix),
             family_mix=dict(asked.family_mix),
             world=world or _most_common(questions, "family"),
+            n_filters_mix=dict(asked.n_filters_mix),
+            grounded_share=asked.grounded_share,
         )
 
 
@@ -192,7 +197,10 @@ def _missed_shares(label: str, judged: Mapping[str, Mapping[str, Any]]) -> list[
 
 def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
     """Query-type shares (per record) and filter-family shares (per filter) against the config's mixes,
-    normalised over what the world family supports; the moment family at least its share."""
+    normalised over what the world family supports; the moment family at least its share; the shares of
+    records with 1 to 4 filters against ``n_filters_mix`` (normalised over its own keys, as the sampler
+    draws), and the share of grounded records against ``grounded_share`` (where the table says which are),
+    all within the same tolerance."""
     supported = _supported(targets.world)
     query_counts = Counter(questions["query_type"].to_pylist())
     filters = pc.list_flatten(questions["program"].combine_chunks().field("filters"))
@@ -201,13 +209,26 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         sorted(set(targets.query_mix) | set(query_counts)),
         sorted(set(targets.family_mix) | set(family_counts)),
     )
-    goal = mix_targets(targets.query_mix, targets.family_mix, queries, families)
+    goal = mix_targets(
+        targets.query_mix, targets.family_mix, queries, families, targets.n_filters_mix, targets.grounded_share
+    )
     query_targets, family_targets = goal.queries, goal.families
     measured: dict[str, Any] = {
         "query_type": _judged(_shares(query_counts, queries), query_targets),
         "filter_family": _judged(_shares(family_counts, families), family_targets),
     }
     missed = _missed_shares("query", measured["query_type"]) + _missed_shares("family", measured["filter_family"])
+    if goal.n_filters:  # records per number of filters: TAG-EQA's multi-factor questions are its point
+        lengths = pc.list_value_length(questions["program"].combine_chunks().field("filters")).to_pylist()
+        counts = Counter(str(n) for n in lengths if n)  # of the records with filters
+        n_targets = {str(n): share for n, share in goal.n_filters.items()}
+        measured["n_filters"] = _judged(_shares(counts, list(n_targets)), n_targets)
+        missed += _missed_shares("filters", measured["n_filters"])
+    if goal.grounded is not None and "grounded" in questions.column_names:
+        grounded = pc.fill_null(questions["grounded"], False).to_pylist()
+        share = round(float(np.mean(grounded)) if grounded else 0.0, 6)
+        measured["grounded"] = {"share": share, "target": goal.grounded, "ok": _on_target(share, goal.grounded)}
+        missed += _missed_shares("grounded", {"share": measured["grounded"]})
     unsupported = sorted((set(query_counts) - set(queries)) | (set(family_counts) - set(families)))
     if unsupported:
         measured["unsupported"] = {"names": ", ".join(unsupported), "ok": False}
@@ -218,7 +239,10 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
         if not measured["moment_floor"]["ok"]:
             missed.append(f"moment {share:.3f} below {moment:.3f}")
-    target = f"each share within ±{MIX_TOLERANCE} of the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
+    target = (
+        f"each share (query types, filter families, filters per question, grounded) within ±{MIX_TOLERANCE} of "
+        "the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
+    )
     detail = "all shares on target" if not missed else "missed: " + ", ".join(missed)
     return Criterion("mix", not missed, measured, target, detail)
 
@@ -287,7 +311,7 @@ def coordinate_memory_answers(questions: pa.Table, setup: BlindSetup) -> list[st
     reach train through another record: a twin of it in another split."""
     anchored = anchored_values(questions)
     has_grounded = "grounded" in questions.column_names  # a table without it names no coordinates in questions
-    grounded = questions["grounded"].to_pylist() if has_grounded else [False] * questions.num_rows
+    grounded = [bool(g) for g in questions["grounded"].to_pylist()] if has_grounded else [False] * questions.num_rows
     memory: dict[tuple, Counter] = defaultdict(Counter)
     for i in setup.train:
         for anchor, value in anchored[i]:
@@ -456,7 +480,7 @@ def method_criteria(
     """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}`` (``text_answers``:
     the blind text models' answers where they were fitted elsewhere; ``contents``: the records'
     :func:`answer_contents` where already made)."""
-    missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c != "paraphrase"]
+    missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c not in OPTIONAL_COLUMNS]
     if missing:
         raise DataFileError("questions table", missing[0], "missing: the method criteria need it", REGENERATE)
     targets = MethodTargets.from_config(config, questions)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -113,17 +114,19 @@ def twin_units(table: pa.Table, group: np.ndarray) -> np.ndarray:
     (a synthetic pool) has no twins: the groups themselves."""
     names = set(table.column_names)
     if TWIN in names:
-        twin = encode(table.column(TWIN))[0]
+        text = table.column(TWIN)
     elif {"episode_id", "program"} <= names:
-        twin = encode(twin_text(table.column("episode_id"), table.column("program")))[0]
+        text = twin_text(table.column("episode_id"), table.column("program"))
     else:
         return group
     if len(group) == 0:
         return group
-    first = np.zeros(int(twin.max()) + 1, dtype=np.int64)
-    first[twin[::-1]] = group[::-1]  # the group of each program's first record
+    has = pc.is_valid(text).to_numpy(zero_copy_only=False)  # a row without a program has no twin
+    twin = encode(pc.fill_null(text, ""))[0][has]
+    first = np.zeros(int(twin.max()) + 1 if len(twin) else 0, dtype=np.int64)
+    first[twin[::-1]] = group[has][::-1]  # the group of each program's first record
     n = int(group.max()) + 1
-    links = coo_matrix((np.ones(len(group)), (group, first[twin])), shape=(n, n))
+    links = coo_matrix((np.ones(len(twin)), (group[has], first[twin])), shape=(n, n))
     return connected_components(links, directed=False)[1].astype(np.int64)[group]
 
 

@@ -30,6 +30,7 @@ def row(qid: str, split: str, scene: str, key: str, values: list[str], **extra) 
         "program": {"filters": [{"family": f, "key": "k", "value": "v", "args": "{}"} for f in families],
                     "query": {"name": "count", "arg": "", "args": "{}"}},
         "structured_answer": [{"predicate": "", "anchor": None, "result": [], "value": v} for v in values],
+        "grounded": extra.pop("grounded", False),
     }  # fmt: skip
 
 
@@ -121,9 +122,13 @@ def test_mix_shares_against_the_config():
     config = {"questions": {"query_mix": {"count": 0.4, "getState": 0.6, "listObjects": 0, "getProperty": 0,
                                           "getLocation": 0},
                             "family_mix": {"property": 0.5, "moment": 0.25, "state": 0.25, "location": 0,
-                                           "position": 0}}}  # fmt: skip
+                                           "position": 0},
+                            "n_filters_mix": {1: 2, 2: 1}, "grounded_share": 0.0}}  # fmt: skip
     result = C.mix(q, targets(q, config))
     assert result.ok, result.detail
+    # of the 9 records with filters, 6 have one and 3 two
+    assert result.measured["n_filters"]["1"] == {"share": 0.666667, "target": 0.666667, "ok": True}
+    assert result.measured["n_filters"]["3"] == {"share": 0.0, "target": 0.0, "ok": True}
     assert result.measured["query_type"]["count"] == {"share": 0.4, "target": 0.4, "ok": True}
     assert result.measured["filter_family"]["moment"] == {"share": 0.25, "target": 0.25, "ok": True}
     assert result.measured["moment_floor"] == {"share": 0.25, "minimum": 0.25, "ok": True}
@@ -131,6 +136,24 @@ def test_mix_shares_against_the_config():
     assert not default.ok
     assert default.measured["query_type"]["getState"] == {"share": 0.6, "target": 0.2, "ok": False}
     assert "query getState 0.600 vs 0.200" in default.detail
+    assert "filters 1 0.667 vs 0.400" in default.detail and "filters 3 0.000 vs 0.200" in default.detail
+
+
+def test_mix_judges_the_grounded_share_where_the_table_says_which_records_are():
+    rows = [row(f"c{i}", "train", "s", "k", ["1"], families=["property"]) for i in range(10)]
+    q = table(rows)
+    others = {"location": 0, "state": 0, "position": 0, "moment": 0}
+    config = {"questions": {"query_mix": {"count": 1.0, "listObjects": 0, "getState": 0, "getProperty": 0,
+                                          "getLocation": 0},
+                            "family_mix": {"property": 1.0, **others}, "n_filters_mix": {1: 1},
+                            "grounded_share": 0.3}}  # fmt: skip
+    without = q.drop_columns(["grounded"])
+    assert "grounded" not in C.mix(without, targets(without, config)).measured  # no grounded column: not judged
+    for n_grounded, ok in ((3, True), (2, False), (4, False)):
+        with_column = without.append_column("grounded", pa.array([i < n_grounded for i in range(10)]))
+        result = C.mix(with_column, targets(with_column, config))
+        assert result.measured["grounded"] == {"share": n_grounded / 10, "target": 0.3, "ok": ok}
+        assert result.ok is ok, result.detail
 
 
 def test_mix_moment_floor_holds_even_within_the_tolerance():
