@@ -353,11 +353,25 @@ POOL_SLACK = 1.5
 FAMILY_SLACK = 0.9
 
 
-def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[str]]:
+@dataclass(frozen=True)
+class ScarceKinds:
+    """What another round of asking should ask more of (:func:`scarce_kinds`)."""
+
+    queries: set[str]
+    families: set[str]
+    n_filters: set[int]
+
+    def wants(self, query: str, families: list[str]) -> bool:
+        """Whether a program of this query type and these filters' families (one per filter) is scarce."""
+        return query in self.queries or len(families) in self.n_filters or any(f in self.families for f in families)
+
+
+def scarce_kinds(table: pa.Table, config: ComposeConfig) -> ScarceKinds:
     """The query types whose balanced records are fewer than ``POOL_SLACK`` times what the composition needs
-    of them (with no records given: whose share of the pool is below its target), and the filter families
-    whose share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most questions'
-    programs, so it is judged by its share: asking every question with it again would mostly add others)."""
+    of them (with no records given: whose share of the pool is below its target), the filter families whose
+    share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most
+    questions' programs, so it is judged by its share: asking every question with it again would mostly add
+    others), and the numbers of filters whose records are short as the query types' are."""
     groups = read_groups(table, config.targets)
     records = groups.size.sum()
     want = config.records if config.records is not None else records
@@ -370,4 +384,6 @@ def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[
     aims = {n: max(config.targets.families.get(n, 0), config.targets.floors.get(n, 0)) for n in groups.family_names}
     share = families / max(families.sum(), 1)
     scarce_families = {n for n, have in zip(groups.family_names, share) if have < FAMILY_SLACK * aims[n]}
-    return scarce_queries, scarce_families
+    per_count = groups.n_filters.sum(axis=0)
+    scarce_counts = {n for n, aim in config.targets.n_filters.items() if per_count[n - 1] < slack * aim * want}
+    return ScarceKinds(scarce_queries, scarce_families, scarce_counts)

@@ -228,14 +228,15 @@ def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
 
 
 def still_wanted(keys: pa.Table, config: PipelineConfig, held_out: set[str] | None) -> Callable[[Program], bool]:
-    """Which programs another round of asking should ask: those of a query type or filter family the
-    balanced pool of the candidates (their ``keys``) is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
+    """Which programs another round of asking should ask: those of a query type, filter family or number of
+    filters the balanced pool of the candidates (their ``keys``) is short of
+    (:func:`eqagen.curation.compose.scarce_kinds`)."""
     keys = with_held_out(keys, held_out)
     balanced, _ = stages.BALANCE.run(keys, config.balance, config.seed)
-    queries, families = scarce_kinds(balanced, stages.compose_section(config))
+    scarce = scarce_kinds(balanced, stages.compose_section(config))
 
     def wanted(program: Program) -> bool:
-        return program.query.name in queries or any(f.family in families for f in program.filters)
+        return scarce.wants(program.query.name, [f.family for f in program.filters])
 
     return wanted
 
