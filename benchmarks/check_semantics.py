@@ -170,6 +170,16 @@ def check_vertical(r: QARecord, tally: Tally) -> None:
                     tally.add("  ... and 0.3 m or more to the side")
 
 
+ALWAYS_PRINTED = (
+    *(
+        f"position answers that change when read literally {scope}"
+        for scope in ("with a moment", "without a moment", "nearer/farther wording")
+    ),
+    *(f"position objects left out {scope}" for scope in ("with a moment", "without a moment")),
+    *(f"came-into-view answers that change when read literally {s}" for s in ("with a moment", "without a moment")),
+    "twin pairs across splits",
+    "  of them train-test",
+)
 ODD_ANSWERS = {
     "under a faucet": re.compile(r"under the faucet", re.I),
     "tissue box in the box": re.compile(r"tissue box was in the box", re.I),
@@ -238,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     records = read_questions(dataset)
     episodes = read_episodes(dataset)
     tally = Tally()
+    for name in ALWAYS_PRINTED:  # the measures, printed even where none was found
+        tally.n.setdefault(name, 0)
     by_episode: dict[str, list[QARecord]] = defaultdict(list)
     for r in records:
         by_episode[r.episode_id].append(r)
