@@ -39,13 +39,20 @@ FLOOR_MARGIN = 0.01  # a floor is aimed at this much above itself, so that the s
 TEMPORAL = "moment"  # the filter family whose share is also a floor: TAG-EQA's temporal questions, lost first
 
 
+MAX_FILTERS = 4  # a program has 1 to MAX_FILTERS filters
+
+
 @dataclass(frozen=True)
 class MixTargets:
-    """Target shares: of records per query type, of filters per family, and floors of filter shares."""
+    """Target shares: of records per query type, of filters per family, floors of filter shares, of records
+    per number of filters (keys 1..MAX_FILTERS; empty: not steered) and of grounded records (None: not
+    steered)."""
 
     queries: dict[str, float]
     families: dict[str, float]
     floors: dict[str, float] = field(default_factory=dict)
+    n_filters: dict[int, float] = field(default_factory=dict)
+    grounded: float | None = None
 
 
 def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[str, float]:
@@ -54,14 +61,28 @@ def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[s
     return {n: round(share, 6) for n, (share, _) in zip(names, target_shares(tuple(names), dict(mix)))}
 
 
+def n_filters_targets(n_filters_mix: Mapping[int, float]) -> dict[int, float]:
+    """Share of records per number of filters, 1..MAX_FILTERS: the mix normalised over its own keys, as the
+    sampler draws from them (a number it does not name: 0)."""
+    total = sum(max(float(w), 0.0) for w in n_filters_mix.values())
+    return {n: round(max(float(n_filters_mix.get(n, 0.0)), 0.0) / total, 6) for n in range(1, MAX_FILTERS + 1)}
+
+
 def mix_targets(
-    query_mix: Mapping[str, float], family_mix: Mapping[str, float], queries: Sequence[str], families: Sequence[str]
+    query_mix: Mapping[str, float],
+    family_mix: Mapping[str, float],
+    queries: Sequence[str],
+    families: Sequence[str],
+    n_filters_mix: Mapping[int, float] | None = None,
+    grounded_share: float | None = None,
 ) -> MixTargets:
     """What a dataset's mix must be (the composition aims at it, the audit judges it): the config's mixes over
-    the query types and filter families named, and the temporal family's share as its floor."""
+    the query types and filter families named, the temporal family's share as its floor, the shares of
+    records per number of filters and the grounded share."""
     family_targets = normalised_targets(families, family_mix)
     floors = {TEMPORAL: family_targets[TEMPORAL]} if family_targets.get(TEMPORAL) else {}
-    return MixTargets(normalised_targets(queries, query_mix), family_targets, floors)
+    n_filters = n_filters_targets(n_filters_mix) if n_filters_mix else {}
+    return MixTargets(normalised_targets(queries, query_mix), family_targets, floors, n_filters, grounded_share)
 
 
 @dataclass
@@ -74,6 +95,8 @@ class Groups:
     key: np.ndarray  # balance_key code (shared by a text's groups in both partitions)
     query: np.ndarray  # index into the query names
     families: np.ndarray  # [groups, families]: filters of each family over the group's records
+    n_filters: np.ndarray  # [groups, MAX_FILTERS]: the group's records with 1..MAX_FILTERS filters
+    grounded: np.ndarray  # the group's grounded records
     query_names: list[str]
     family_names: list[str]
 
@@ -99,6 +122,13 @@ def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
     per_signature = np.array(
         [[str(s).split("+").count(f) for f in family_names] for s in signature_values], dtype=np.int64
     ).reshape(len(signature_values), len(family_names))
+    counts = np.array([len([f for f in str(v).split("+") if f]) for v in signature_values], dtype=np.int64)
+    per_count = np.eye(MAX_FILTERS + 1, dtype=np.int64)[np.minimum(counts, MAX_FILTERS)][:, 1:]
+    grounded = (
+        np.asarray(table.column("grounded").to_numpy(zero_copy_only=False), dtype=bool)
+        if "grounded" in table.column_names
+        else np.zeros(table.num_rows, dtype=bool)
+    )
     size = np.bincount(of_row, minlength=n)
     query_names = sorted(set(targets.queries) | set(map(str, query_values)))
     query_index = np.array([query_names.index(str(q)) for q in query_values], dtype=np.int64)
@@ -109,6 +139,10 @@ def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
         key=key[first],
         query=query_index[queries[first]],
         families=per_signature[signatures[first]] * size[:, None],
+        n_filters=np.stack(
+            [np.bincount(of_row, weights=per_count[signatures, k], minlength=n) for k in range(MAX_FILTERS)], axis=1
+        ).reshape(n, MAX_FILTERS),
+        grounded=np.bincount(of_row, weights=grounded, minlength=n),
         query_names=query_names,
         family_names=family_names,
     )
@@ -120,25 +154,46 @@ def target_vector(names: list[str], shares: dict[str, float]) -> np.ndarray:
 
 @dataclass
 class Tally:
-    """What has been chosen so far: records, records per query type, filters per family."""
+    """What has been chosen so far: records, records per query type, filters per family, records per number
+    of filters, grounded records."""
 
     records: float
     queries: np.ndarray
     families: np.ndarray
+    n_filters: np.ndarray
+    grounded: float = 0.0
 
-    def loss_if(self, size: np.ndarray, query: np.ndarray, families: np.ndarray, goal: Goal) -> np.ndarray:
-        """Per candidate (arrays over candidates): the distance of the shares from their targets once added."""
+    @classmethod
+    def empty(cls, groups: Groups) -> Tally:
+        return cls(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)), np.zeros(MAX_FILTERS))
+
+    def add(self, groups: Groups, g: int) -> None:
+        self.records += groups.size[g]
+        self.queries[groups.query[g]] += groups.size[g]
+        self.families += groups.families[g]
+        self.n_filters += groups.n_filters[g]
+        self.grounded += groups.grounded[g]
+
+    def loss_if(self, groups: Groups, head: np.ndarray, goal: Goal) -> np.ndarray:
+        """Per candidate group of ``head``: the distance of the shares from their targets once it is added."""
+        size = groups.size[head].astype(float)
         records = self.records + size
-        queries = self.queries[None, :] + np.eye(len(self.queries))[query] * size[:, None]
-        fams = self.families[None, :] + families
+        queries = self.queries[None, :] + np.eye(len(self.queries))[groups.query[head]] * size[:, None]
+        fams = self.families[None, :] + groups.families[head]
         q_share = queries / records[:, None]
         f_share = fams / np.maximum(fams.sum(axis=1, keepdims=True), 1)
         below_floor = np.maximum(goal.floors[None, :] + FLOOR_MARGIN - f_share, 0.0)
-        return (
+        loss = (
             ((q_share - goal.queries[None, :]) ** 2).sum(axis=1)
             + ((f_share - goal.families[None, :]) ** 2).sum(axis=1)
             + FLOOR_WEIGHT * (below_floor**2).sum(axis=1)
         )
+        if goal.n_filters is not None:
+            n_share = (self.n_filters[None, :] + groups.n_filters[head]) / records[:, None]
+            loss += ((n_share - goal.n_filters[None, :]) ** 2).sum(axis=1)
+        if goal.grounded is not None:
+            loss += ((self.grounded + groups.grounded[head]) / records - goal.grounded) ** 2
+        return loss
 
 
 @dataclass(frozen=True)
@@ -146,30 +201,32 @@ class Goal:
     queries: np.ndarray
     families: np.ndarray
     floors: np.ndarray
+    n_filters: np.ndarray | None = None  # [MAX_FILTERS] shares of records with 1..MAX_FILTERS filters
+    grounded: float | None = None
 
 
 def choose_groups(
     groups: Groups, members: np.ndarray, records: float, goal: Goal, rng: np.random.Generator
 ) -> list[int]:
     """Groups (of ``members``) in the order chosen, until ``records`` are reached or none is left."""
-    _, kind = np.unique(groups.query * (1 << 20) + _signature_code(groups.families), return_inverse=True)
+    # a kind: query type, filter families, number of filters (per record: the most common), grounded or not
+    shape = np.argmax(groups.n_filters, axis=1) * 2 + (groups.grounded * 2 > groups.size)
+    code = (groups.query * (1 << 20) + _signature_code(groups.families)) * 16 + shape
+    _, kind = np.unique(code, return_inverse=True)
     kind = kind.ravel()
     candidates = np.flatnonzero(members)
     order = candidates[rng.permutation(len(candidates))]
     queues = _queues(order, kind)
     heads = {k: 0 for k in queues}
-    tally = Tally(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)))
+    tally = Tally.empty(groups)
     chosen: list[int] = []
     while tally.records < records and heads:
         kinds = sorted(heads)
         head = np.array([queues[k][heads[k]] for k in kinds])
-        loss = tally.loss_if(groups.size[head].astype(float), groups.query[head], groups.families[head], goal)
-        best = int(np.argmin(loss))
+        best = int(np.argmin(tally.loss_if(groups, head, goal)))
         g, k = int(head[best]), kinds[best]
         chosen.append(g)
-        tally.records += groups.size[g]
-        tally.queries[groups.query[g]] += groups.size[g]
-        tally.families += groups.families[g]
+        tally.add(groups, g)
         heads[k] += 1
         if heads[k] == len(queues[k]):
             del heads[k]
@@ -231,6 +288,8 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
         target_vector(groups.query_names, targets.queries),
         target_vector(groups.family_names, targets.families),
         target_vector(groups.family_names, targets.floors),
+        np.array([targets.n_filters.get(n, 0.0) for n in range(1, MAX_FILTERS + 1)]) if targets.n_filters else None,
+        targets.grounded if "grounded" in table.column_names else None,
     )
     want_seen, want_held = partition_records(groups, records, held_share)
     rng = derive_rng(seed, "curation", "compose")
@@ -254,25 +313,35 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
 
 
 def shares(groups: Groups, chosen: np.ndarray) -> dict[str, dict[str, float]]:
-    records = groups.size[chosen].sum()
+    records = max(groups.size[chosen].sum(), 1)
     queries = np.bincount(groups.query[chosen], weights=groups.size[chosen], minlength=len(groups.query_names))
     families = groups.families[chosen].sum(axis=0)
+    n_filters = groups.n_filters[chosen].sum(axis=0)
     return {
-        "query_type": {n: round(float(v / max(records, 1)), 4) for n, v in zip(groups.query_names, queries)},
+        "query_type": {n: round(float(v / records), 4) for n, v in zip(groups.query_names, queries)},
         "filter_family": {
             n: round(float(v / max(families.sum(), 1)), 4) for n, v in zip(groups.family_names, families)
         },
+        "n_filters": {str(k + 1): round(float(v / records), 4) for k, v in enumerate(n_filters)},
+        "grounded": {"share": round(float(groups.grounded[chosen].sum() / records), 4)},
     }
 
 
 def compose_stats(groups: Groups, keep: np.ndarray, seen: list[int], held: list[int], wanted, targets) -> dict:
     return {
-        "targets": {"query_type": targets.queries, "filter_family": targets.families, "floors": targets.floors},
+        "targets": {
+            "query_type": targets.queries,
+            "filter_family": targets.families,
+            "floors": targets.floors,
+            "n_filters": {str(n): v for n, v in targets.n_filters.items()},
+            "grounded": targets.grounded,
+        },
         "pool_records": {"seen": int(groups.size[~groups.held].sum()), "held_out": int(groups.size[groups.held].sum())},
         "wanted_records": {"seen": round(wanted[0], 1), "held_out": round(wanted[1], 1)},
         "chosen_records": {"seen": int(groups.size[seen].sum()), "held_out": int(groups.size[held].sum())},
         "chosen_groups": {"seen": len(seen), "held_out": len(held)},
         "shares": shares(groups, np.flatnonzero(keep)),
+        "pool_shares": shares(groups, np.arange(len(groups.size))),  # what the composition could choose from
     }
 
 
@@ -284,11 +353,25 @@ POOL_SLACK = 1.5
 FAMILY_SLACK = 0.9
 
 
-def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[str]]:
+@dataclass(frozen=True)
+class ScarceKinds:
+    """What another round of asking should ask more of (:func:`scarce_kinds`)."""
+
+    queries: set[str]
+    families: set[str]
+    n_filters: set[int]
+
+    def wants(self, query: str, families: list[str]) -> bool:
+        """Whether a program of this query type and these filters' families (one per filter) is scarce."""
+        return query in self.queries or len(families) in self.n_filters or any(f in self.families for f in families)
+
+
+def scarce_kinds(table: pa.Table, config: ComposeConfig) -> ScarceKinds:
     """The query types whose balanced records are fewer than ``POOL_SLACK`` times what the composition needs
-    of them (with no records given: whose share of the pool is below its target), and the filter families
-    whose share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most questions'
-    programs, so it is judged by its share: asking every question with it again would mostly add others)."""
+    of them (with no records given: whose share of the pool is below its target), the filter families whose
+    share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most
+    questions' programs, so it is judged by its share: asking every question with it again would mostly add
+    others), and the numbers of filters whose records are short as the query types' are."""
     groups = read_groups(table, config.targets)
     records = groups.size.sum()
     want = config.records if config.records is not None else records
@@ -301,4 +384,6 @@ def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[
     aims = {n: max(config.targets.families.get(n, 0), config.targets.floors.get(n, 0)) for n in groups.family_names}
     share = families / max(families.sum(), 1)
     scarce_families = {n for n, have in zip(groups.family_names, share) if have < FAMILY_SLACK * aims[n]}
-    return scarce_queries, scarce_families
+    per_count = groups.n_filters.sum(axis=0)
+    scarce_counts = {n for n, aim in config.targets.n_filters.items() if per_count[n - 1] < slack * aim * want}
+    return ScarceKinds(scarce_queries, scarce_families, scarce_counts)

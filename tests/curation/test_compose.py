@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.compose import ComposeConfig, MixTargets, compose, scarce_kinds
 from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scenes, held_out_share
 from eqagen.curation.splits import split
@@ -133,3 +133,21 @@ def test_a_resplit_keeps_the_held_out_scenes_where_their_share_fits_and_says_whe
     _, other = split_again(made, SplitConfig(ratios=(0.6, 0.2, 0.2)), seed=5)
     assert other["held_out"].startswith("searched for scenes to hold out: the input's held-out scenes hold")
     assert other["held_out"] in other["warnings"]
+
+
+def test_scarce_kinds_name_the_numbers_of_filters_the_pool_is_short_of():
+    """Three filters are 10 of this pool's records, fewer than 1.5 times the 0.2 of 40 records the composition
+    needs: asked again; one and two filters (35 each) are not, nor the query type."""
+    rows = {"balance_key": [], "query_type": [], "filter_families": [], "scene_id": []}
+    for g in range(8):
+        for r in range(10):
+            rows["balance_key"].append(f"q{g}")
+            rows["query_type"].append("count")
+            rows["filter_families"].append("moment+property+state" if g == 7 else ["property", "property+state"][g % 2])
+            rows["scene_id"].append(f"s{r}")
+    targets = MixTargets(
+        {"count": 1.0}, {"property": 0.5, "state": 0.3, "moment": 0.2}, n_filters={1: 0.4, 2: 0.4, 3: 0.2}
+    )
+    scarce = scarce_kinds(pa.table(rows), ComposeConfig(targets, 40, 0.0))
+    assert scarce.n_filters == {3} and scarce.queries == set()
+    assert scarce.wants("count", ["moment", "property", "state"]) and not scarce.wants("count", ["property"])
