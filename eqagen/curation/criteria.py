@@ -278,7 +278,8 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
         if not measured["moment_floor"]["ok"]:
             missed.append(f"moment {share:.3f} below {moment:.3f}")
-    target = "the config's mix (query types, filter families, filters per question, grounded share)" + (f"; moment >= {moment:.3f}" if moment else "")
+    target = "the config's mix (query types, filter families, filters per question, grounded share)"
+    target += f"; moment >= {moment:.3f}" if moment else ""
     n = f"{sum(query_counts.values())} records, {sum(family_counts.values())} filters"
     detail = f"{n}: all shares within bounds" if not missed else f"{n}: missed: " + ", ".join(missed)
     test = MIX_TEST + ("; the moment family's share at least its target" if moment else "")
