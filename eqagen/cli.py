@@ -140,10 +140,16 @@ def run_generate(args: argparse.Namespace) -> int:
     from eqagen.flows.pipeline import count_batches
     from eqagen.flows.progress import BatchProgress, print_summary
     from eqagen.flows.runlog import run_log
-    from eqagen.outputs.folder import claim_output
+    from eqagen.outputs.folder import claim_output, refuse_inside_inputs
 
     config = with_usable_workers(load_config(args.config, _config_overrides(args), seed=args.seed))
     out_dir = args.out.resolve()
+    refuse_inside_inputs(args.summary_json, [out_dir], "--summary-json")  # a file of its own in the dataset
+    if config.runner.kind != "inline":  # Prefect's database: a path SQLite can open, before anything is written
+        from eqagen.flows.server import database_url
+        from eqagen.outputs.folder import state_dir
+
+        database_url(state_dir(out_dir) / "prefect" / "prefect.db")
     with claim_output(out_dir, config_hash(config), overwrite=args.overwrite, command=f"generate {args.config}"):
         if args.fresh:
             remove_run_state(out_dir)

@@ -165,10 +165,28 @@ class _NoAliasLoader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        refuse_duplicate_keys(node)
+        return super().construct_mapping(node, deep)
+
+
+def refuse_duplicate_keys(node: yaml.MappingNode) -> None:
+    """A yaml error at the second of two equal keys of one mapping (PyYAML silently keeps the last)."""
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        key = str(key_node.value)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'", key_node.start_mark)
+        seen.add(key)
+
 
 def parse_yaml(text: str) -> Any:
-    """YAML text as data, anchors and aliases refused (yaml.YAMLError)."""
-    return yaml.load(text, Loader=_NoAliasLoader)
+    """YAML text as data; anchors and aliases, duplicate keys and integers too long to convert refused
+    (yaml.YAMLError)."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except ValueError as err:  # an integer longer than Python converts (4,300 digits)
+        raise yaml.constructor.ConstructorError(None, None, str(err).split(";")[0], None) from None
 
 
 def yaml_problem(err: yaml.YAMLError) -> str:
@@ -185,13 +203,33 @@ def _read_yaml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError("(file)", f"not valid YAML: {yaml_problem(err)}", None, source) from None
     except RecursionError:
         raise ConfigError("(file)", "nested too deeply to be a config", None, source) from None
-    if data is None:
-        return {}
+    refuse_empty_config(data, source)
     if not isinstance(data, dict):
         raise ConfigError(
             "(top level)", f"a config must be a YAML mapping of sections, got a {type(data).__name__}", None, source
         )
     return data
+
+
+def refuse_empty_config(data: Any, source: str) -> None:
+    """A ConfigError for a config file that is empty or holds only null (``~``): a run of the defaults the
+    user did not ask for."""
+    if data is None or data == {}:
+        raise ConfigError(
+            "(file)", "is empty (or only null): a config names its sections", "e.g. 'generation:' and 'questions:' "
+            "keys, or a preset name instead of the file", source,
+        )  # fmt: skip
+
+
+MAX_OVERRIDE_KEY_PARTS = 16  # dotted parts of a --set key (configs nest at most 5 deep)
+
+
+def check_override_key(assignment: str) -> None:
+    """A ConfigError for a ``--set`` key of more than :data:`MAX_OVERRIDE_KEY_PARTS` dotted parts."""
+    parts = assignment.partition("=")[0].count(".") + 1
+    if parts > MAX_OVERRIDE_KEY_PARTS:
+        shown = assignment[:60] + ("..." if len(assignment) > 60 else "")
+        raise ConfigError(shown, f"a key of {parts:,} parts, more than {MAX_OVERRIDE_KEY_PARTS}", None, "--set")
 
 
 def _read_config_file(path: Path) -> str:
@@ -305,6 +343,7 @@ def load_config(
     """Read, override and validate a config. Raises ConfigError / UnknownNameError with the fix."""
     data, source = read_config_source(preset_or_path)
     for assignment in overrides:
+        check_override_key(assignment)
         apply_override(data, assignment)
     if seed is not None:
         data["seed"] = seed

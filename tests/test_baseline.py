@@ -1,5 +1,6 @@
 """``eqagen baseline``: blind, socratic and api runs end to end against a real HTTP server on 127.0.0.1 that
-answers from the prompt it receives; a run killed midway resumes from the cache."""
+answers from the prompt it receives, each predictions file scored by ``eqagen score``; a run killed midway
+resumes from the cache."""
 
 from __future__ import annotations
 
@@ -10,10 +11,16 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
+from functools import lru_cache
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from eqagen.outputs.harness import LETTERS
+from eqagen.commands.baseline import MODES
+from eqagen.core import QARecord
+from eqagen.outputs.harness import LETTERS, mcq_items
 from tests.outputs.model_fixtures import episodes_and_records, write_family_dataset
 from tests.paraphrase.chat_server import ScriptedChatServer, _completion
 
@@ -22,7 +29,7 @@ class ReadingServer(ScriptedChatServer):
     """A stand-in for a chat model (we run no real one here): it answers the letter of the option whose words
     the prompt's context (everything before "Question:") holds most often; with no context, A."""
 
-    def reply(self, body: dict):
+    def reply(self, body: dict, auth: str = ""):
         messages = body.get("messages", [])
         prompt = messages[-1]["content"]
         context, _, rest = prompt.partition("Question:")
@@ -41,9 +48,22 @@ class ReadingServer(ScriptedChatServer):
         return 200, _completion(body, messages, f"The answer is {letter}.", usage=True), {}
 
 
+@lru_cache(maxsize=1)
+def baseline_records() -> tuple[QARecord, ...]:
+    """The fixture's questions, balanced by answer type rather than by question text, so that most questions
+    offer several choices (by question text 90 of the 94 test questions have one): a question's choices are
+    the distinct answers of its query and answer type."""
+    records = episodes_and_records()[1]
+    groups: dict[str, set[str]] = {}
+    for r in records:
+        groups.setdefault(f"{r.query_type}/{r.answer_type}", set()).add(r.answer_key)
+    keyed = [(f"{r.query_type}/{r.answer_type}", r) for r in records]
+    return tuple(replace(r, balance_key=key, choices=sorted(groups[key])) for key, r in keyed)
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    return write_family_dataset(tmp_path_factory.mktemp("families") / "ds")
+    return write_family_dataset(tmp_path_factory.mktemp("families") / "ds", baseline_records())
 
 
 def baseline(*args: str, env: dict | None = None, wait: bool = True):
@@ -53,27 +73,81 @@ def baseline(*args: str, env: dict | None = None, wait: bool = True):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_three_baselines_end_to_end(dataset, tmp_path):
-    test_ids = {r.question_id for r in episodes_and_records()[1] if r.split == "test"}
+def read_rows(path) -> dict[str, dict]:
+    return {r["question_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.fixture(scope="module")
+def runs(dataset, tmp_path_factory):
+    """The three baselines run once against one server: (server, cache, mode -> predictions file)."""
+    folder = tmp_path_factory.mktemp("runs")
+    cache, files = folder / "cache.sqlite", {m: folder / f"{m}.jsonl" for m in MODES}
     with ReadingServer() as server:
-        for mode in ("blind", "socratic", "api"):
-            out = tmp_path / f"{mode}.jsonl"
+        for mode, out in files.items():
             proc = baseline(mode, str(dataset), "--model", "local-model", "--base-url", server.base_url, "--out",
-                            str(out), "--cache", str(tmp_path / "cache.sqlite"))  # fmt: skip
+                            str(out), "--cache", str(cache))  # fmt: skip
             assert proc.returncode == 0, proc.stderr
-            rows = [json.loads(line) for line in out.read_text().splitlines()]
-            assert {r["question_id"] for r in rows} == test_ids and len(rows) == len(test_ids)
-            assert all(r["choice"] in LETTERS for r in rows)
-        n_first = server.requests
-        assert n_first == 3 * len(test_ids)
-        picks = {m: [json.loads(x)["choice"] for x in (tmp_path / f"{m}.jsonl").read_text().splitlines()]
-                 for m in ("blind", "socratic")}  # fmt: skip
-        assert set(picks["blind"]) == {"A"} and set(picks["socratic"]) != {"A"}  # the server read the history
-        # a rerun of one mode is served from the cache: no request
-        proc = baseline("api", str(dataset), "--model", "local-model", "--base-url", server.base_url, "--out",
-                        str(tmp_path / "again.jsonl"), "--cache", str(tmp_path / "cache.sqlite"))  # fmt: skip
-        assert proc.returncode == 0 and server.requests == n_first
-        assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "api.jsonl").read_text()
+        yield server, cache, files
+
+
+def test_three_baselines_end_to_end(dataset, runs, tmp_path):
+    server, cache, files = runs
+    records = {r.question_id: r for r in baseline_records() if r.split == "test"}
+    for out in files.values():
+        rows = read_rows(out)
+        assert rows.keys() == records.keys()  # the server's every reply names an option
+        assert all(r["letter"] in LETTERS and r["choice"] in records[q].choices for q, r in rows.items())
+    n_first = server.requests
+    assert n_first == 3 * len(records)
+    picks = {m: {r["letter"] for r in read_rows(files[m]).values()} for m in ("blind", "socratic")}
+    assert picks["blind"] == {"A"} and picks["socratic"] != {"A"}  # the server read the history
+    # a rerun of one mode is served from the cache: no request
+    proc = baseline("api", str(dataset), "--model", "local-model", "--base-url", server.base_url, "--out",
+                    str(tmp_path / "again.jsonl"), "--cache", str(cache))  # fmt: skip
+    assert proc.returncode == 0 and server.requests == n_first
+    assert (tmp_path / "again.jsonl").read_text() == files["api"].read_text()
+
+
+def shard_questions(dataset) -> dict[str, dict]:
+    """The test split's questions read straight from its Parquet shards: id -> answer_key and choices."""
+    shards = sorted((dataset / "questions").glob("test-*.parquet"))
+    table = pa.concat_tables(pq.read_table(p, columns=["question_id", "answer_key", "choices"]) for p in shards)
+    return {row["question_id"]: row for row in table.to_pylist()}
+
+
+def score_json(dataset, predictions, out) -> dict:
+    cmd = [sys.executable, "-m", "eqagen.cli", "score", str(dataset), str(predictions), "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_eqagen_score_scores_each_baseline_as_its_predictions_say(dataset, runs, tmp_path, mode):
+    """``eqagen score`` reads the predictions file as it is, and its accuracy is the share of the split's
+    questions whose predicted choice is the answer in the shards, which is also the share whose letter is the
+    harness's letter of the right option (the letter the reply gave and the choice written agree)."""
+    rows, questions = read_rows(runs[2][mode]), shard_questions(dataset)
+    right_letter = {i.record.question_id: i.answer for i in mcq_items(dataset, "test", None, render=None)}
+    report = score_json(dataset, runs[2][mode], tmp_path / "score.json")
+    overall, n = report["overall"], len(questions)
+    hits = sum(q in rows and rows[q]["choice"] == gold["answer_key"] for q, gold in questions.items())
+    letters = sum(q in rows and rows[q]["letter"] == right_letter[q] for q in questions)
+    assert overall["n"] == n and report["scorer"]["shape"] == "choice" and report["missing"] == []
+    assert overall["accuracy"] == pytest.approx(hits / n, abs=1e-6) == pytest.approx(letters / n, abs=1e-6)
+    assert overall["chance"] == pytest.approx(sum(1 / len(g["choices"]) for g in questions.values()) / n, abs=1e-6)
+    assert report["chance_tests"]["overall"]["hits"] == hits
+
+
+def test_a_reply_naming_no_option_writes_no_row(dataset):
+    """Its row has no choice, so the run leaves it out (eqagen score counts it wrong, as missing); a reply
+    naming the right letter writes the record's answer_key."""
+    from eqagen.commands.baseline_run import prediction
+
+    item = next(iter(mcq_items(dataset, "test", None, render=None)))
+    assert prediction(item, "no idea")["choice"] is None
+    row = prediction(item, f"The answer is {item.answer}.")
+    assert row["choice"] == item.record.answer_key and row["letter"] == item.answer
 
 
 def test_prompts_carry_what_each_mode_promises(dataset):
@@ -102,7 +176,7 @@ def test_a_killed_run_resumes_from_the_cache(dataset, tmp_path):
     one request in flight at the kill is sent twice) and writes the same predictions as an unbroken run."""
     args = ["socratic", str(dataset), "--model", "local-model", "--concurrency", "1", "--cache",
             str(tmp_path / "cache.sqlite")]  # fmt: skip
-    n = sum(r.split == "test" for r in episodes_and_records()[1])
+    n = sum(r.split == "test" for r in baseline_records())
     with ReadingServer(delay_s=0.15) as server:
         proc = baseline(*args, "--base-url", server.base_url, "--out", str(tmp_path / "p.jsonl"), wait=False)
         deadline = time.monotonic() + 120

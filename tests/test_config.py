@@ -193,3 +193,35 @@ def test_a_config_that_is_not_utf8_or_too_large_names_the_file(tmp_path) -> None
     big.write_text("description: " + "x" * (2 << 20) + "\n")
     with pytest.raises(ConfigError, match="larger than a config can be"):
         load_config(str(big))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "is empty (or only null)"),
+        ("~\n", "is empty (or only null)"),
+        ("# only a comment\n", "is empty (or only null)"),
+        ("seed: 1\nseed: 2\n", "duplicate key 'seed' (line 2, column 1)"),
+        ("generation:\n  n_episodes: 3\n  n_episodes: 4\n", "duplicate key 'n_episodes' (line 3, column 3)"),
+        (f"seed: {'9' * 5000}\n", "not valid YAML: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_an_empty_file_duplicate_keys_and_huge_integers_are_refused(tmp_path, text, problem) -> None:
+    """Regression: an empty file or '~' ran the defaults (exit 0), a duplicate key silently kept the last
+    value, a 5,000-digit integer was an internal error."""
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(str(path))
+    assert problem in str(err.value) and str(path) in str(err.value)
+
+
+def test_a_set_key_of_thousands_of_parts_and_unbounded_counts_are_refused_naming_the_bound() -> None:
+    """Regression: a --set key of 3,000 parts was an internal error; questions_per_episode and
+    max_stalled_attempts of 100,000 each ran past 90 s with no word."""
+    with pytest.raises(ConfigError, match=r"a key of 3,000 parts, more than 16"):
+        load_config("demo", [".".join(["a"] * 3000) + "=1"])
+    with pytest.raises(ConfigError, match=r"questions.questions_per_episode.*less than or equal to 5000"):
+        load_config("demo", ["questions.questions_per_episode=100000"])
+    with pytest.raises(ConfigError, match=r"questions.max_stalled_attempts.*less than or equal to 1000"):
+        load_config("demo", ["questions.max_stalled_attempts=100000"])

@@ -4,8 +4,8 @@
   writes ``DIR/episodes/*.parquet``, ``DIR/fidelity.json`` (one entry per trajectory: ``trajectory``
   relative to ROOT, ``task_type``, ``actions_ok``, ``goal_ok``, ``reason``) and
   ``DIR/fidelity_summary.json`` (per task type).
-- ``eqagen alfred film ROOT --out DIR [--parses FILE] [--catalog DIR]``: FILM mode on every trajectory;
-  writes episodes and ``DIR/film_stats.json``.
+- ``eqagen alfred film ROOT --out DIR [--parses FILE] [--catalog DIR] [--every-annotation]``: FILM mode
+  on every trajectory (its first instruction, or each one); writes episodes and ``DIR/film_stats.json``.
 - ``eqagen alfred index ROOT --out DIR [--layouts DIR]``: the scene catalog (one JSON per floor plan).
 """
 
@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.add_argument("--max-steps", type=bounded_int(1, MAX_STEPS), default=250,
                    help=f"step limit of one episode, 1 to {MAX_STEPS:,} (default 250, as FILM)")  # fmt: skip
     f.add_argument("--limit", type=bounded_int(1, None), help="run at most this many trajectories")
+    f.add_argument("--every-annotation", action="store_true",
+                   help="each instruction of a trajectory, as FILM's evaluation (default: the first)")  # fmt: skip
     f.set_defaults(func=run_film)
     i = sub.add_parser("index", help="stream over ROOT and write a scene catalog per floor plan")
     i.add_argument("root", type=Path, help="a directory holding traj_data.json files (any depth)")
@@ -142,7 +144,7 @@ def run_film(args: argparse.Namespace) -> int:
     parses = read_film_parses(args.parses or _default_parses(args.root))
     writer, metas, errors = EpisodeShardWriter(args.out), [], []
     for rel, episode, error in film_root(args.root, layouts, parses, _scene_catalog(args, layouts), args.seed,
-                                         args.max_steps, args.limit):  # fmt: skip
+                                         args.max_steps, args.limit, args.every_annotation):  # fmt: skip
         if episode is None:
             errors.append({"trajectory": rel, "error": error})
             continue

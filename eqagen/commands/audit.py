@@ -17,6 +17,8 @@ from eqagen.commands.audit_run import (
 )
 from eqagen.core import ConfigError, DataFileError
 from eqagen.outputs.exports import EXPORT_FORMATS, chosen_split, export
+from eqagen.outputs.folder import refuse_inside_inputs
+from eqagen.outputs.picture import example_pictures
 from eqagen.outputs.report import write_report
 
 
@@ -64,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    inputs = [args.dir] + ([args.against] if args.against and args.against.is_dir() else [])
+    refuse_inside_inputs(args.json, inputs, "--json")
+    refuse_inside_inputs(args.report, inputs, "--report")
     stats, checks = audit_dir(args.dir)
     readable = all(c.ok for c in checks if not c.measured)  # a missed method criterion leaves the shards readable
     if args.rules and readable:
@@ -85,7 +90,9 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.report:
-        write_report(full, args.report, manifest=json.loads((args.dir / "manifest.json").read_text(encoding="utf-8")))
+        manifest = json.loads((args.dir / "manifest.json").read_text(encoding="utf-8"))
+        shards = [s["path"] for s in manifest.get("shards", [])]
+        write_report(full, args.report, manifest=manifest, pictures=example_pictures(args.dir, shards, full))
     return 0 if all(c.ok for c in checks) else 1
 
 
@@ -108,6 +115,7 @@ def check_format_options(args: argparse.Namespace) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     check_format_options(args)
+    refuse_inside_inputs(args.out, [args.dir], "--out")
     refuse_existing(args.out, args.overwrite)
     n = export(
         args.dir, args.format, args.out, split=args.split, max_observations=args.max_observations, at_step=args.at_step

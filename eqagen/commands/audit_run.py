@@ -20,6 +20,7 @@ import numpy as np
 
 from eqagen.commands.validity_audit import REASONS, check_output
 from eqagen.core import ConfigError, DataFileError
+from eqagen.core.limits import load_json
 from eqagen.curation.audit import EPISODE_COLUMNS, QUESTION_COLUMNS, stats_from_tables
 from eqagen.outputs.dataset import Dataset, integrity_checks, load_dataset_folder
 
@@ -36,20 +37,10 @@ CRITERION_PREFIX = "criterion "
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise DataFileError(path, None, "missing", "is this an eqagen output directory?") from err
-    except json.JSONDecodeError as err:
-        raise DataFileError(path, f"line {err.lineno}", f"not valid JSON ({err.msg})") from err
-    except UnicodeDecodeError as err:
-        raise DataFileError(path, f"byte {err.start}", "not UTF-8 text", "pass a JSON file") from err
-    except RecursionError as err:
-        raise DataFileError(path, None, "nested too deeply", "pass a JSON file") from err
-    except OSError as err:  # a directory, a file where a directory should be, no permission
-        raise DataFileError(
-            path, None, f"cannot read: {err.strerror or err}", "pass an eqagen output directory"
-        ) from err
+    """``path`` read as JSON within bounds (:func:`eqagen.core.limits.load_json`)."""
+    if not path.exists() and not path.is_symlink():
+        raise DataFileError(path, None, "missing", "is this an eqagen output directory?")
+    return load_json(path, "pass an eqagen output directory or a JSON file")
 
 
 def integrity(dataset: Dataset) -> list[Check]:
@@ -80,13 +71,15 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
                 out += _diff_paths(a[k], b[k], f"{path}/{k}")
         return out
     if isinstance(a, float) or isinstance(b, float):
-        ok = a is not None and b is not None and abs(float(a) - float(b)) <= 1e-6
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        ok = numbers and abs(float(a) - float(b)) <= 1e-6  # a text where a number was recorded differs
         return [] if ok else [path]
     return [] if a == b else [path]
 
 
-def check_stats(recorded: dict[str, Any], recomputed: dict[str, Any]) -> Check:
-    diffs = _diff_paths(recorded.get("dataset", {}), recomputed)
+def check_stats(recorded: Any, recomputed: dict[str, Any]) -> Check:
+    dataset = recorded.get("dataset", {}) if isinstance(recorded, dict) else recorded
+    diffs = _diff_paths(dataset, recomputed)
     return Check("stats.json equals the statistics recomputed from the shards", not diffs, ", ".join(diffs[:10]))
 
 

@@ -11,8 +11,11 @@ harness exports (:mod:`eqagen.outputs.harness`), through any OpenAI-compatible c
 The client, the response cache, the retries and the failures are ``eqagen paraphrase``'s
 (:mod:`eqagen.paraphrase.client`, :mod:`eqagen.paraphrase.cache`): each response is committed to the cache
 as it arrives, so a killed run, run again, sends only the requests still unanswered. The predictions file
-has one JSON line per question: ``{"question_id", "choice"}`` (the option letter the reply gives) and
-``answer`` (that option's text, or the reply itself when it names no option, with ``choice`` null).
+is ``eqagen score``'s ``choice`` shape (docs/scoring.md, "Predictions"): one JSON line per question whose
+reply names an option, ``{"question_id", "choice", "letter", "reply"}``, ``choice`` the record's choice that
+option stands for (:func:`eqagen.outputs.harness.reply_choice`), ``letter`` and ``reply`` what the model
+said. A reply naming no option writes no line: ``eqagen score`` counts the question wrong and lists it as
+missing. ``eqagen score DIR PRED.jsonl`` scores the file.
 
 Exit status: 0 done; 1 the endpoint could not be reached or some requests failed after their retries (one
 line; the answers received are cached); 2 bad input. Nothing is written unless every question was answered.

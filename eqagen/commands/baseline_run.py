@@ -12,7 +12,8 @@ from typing import Any
 from eqagen.commands.audit import refuse_existing
 from eqagen.core.errors import ConfigError
 from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.harness import INSTRUCTION, LETTERS, McqItem, mcq_items, parse_choice, question_text
+from eqagen.outputs.folder import refuse_inside_inputs
+from eqagen.outputs.harness import INSTRUCTION, LETTERS, McqItem, mcq_items, parse_choice, question_text, reply_choice
 from eqagen.outputs.history import history_text
 from eqagen.outputs.retrieval import filter_by_semantic_similarity
 from eqagen.paraphrase.cache import ResponseCache, request_key
@@ -56,9 +57,11 @@ def messages_for(mode: str, item: McqItem) -> list[dict[str, str]]:
 
 # -- the run -----------------------------------------------------------------------------------------------
 def prediction(item: McqItem, reply: str) -> dict[str, Any]:
+    """A row of ``eqagen score``'s ``choice`` shape: the record's choice the reply's letter names (None where
+    it names none); ``letter`` and ``reply``, which the scorer ignores, say what the model answered."""
+    choice = reply_choice(reply, item.choices)
     letter = parse_choice(reply, len(item.options))
-    answer = item.options[LETTERS.index(letter)] if letter else reply
-    return {"question_id": item.record.question_id, "choice": letter, "answer": answer}
+    return {"question_id": item.record.question_id, "choice": choice, "letter": letter, "reply": reply}
 
 
 async def ask_all(mode: str, items: list[McqItem], client: ChatClient, cache: ResponseCache) -> list[str | None]:
@@ -67,7 +70,7 @@ async def ask_all(mode: str, items: list[McqItem], client: ChatClient, cache: Re
 
     async def ask(item: McqItem) -> str | None:
         messages = messages_for(mode, item)
-        key = request_key(client.endpoint.model, messages, sampling, TEMPLATE_VERSION)
+        key = request_key(client.endpoint.identity, client.endpoint.model, messages, sampling, TEMPLATE_VERSION)
         hit = cache.get(key)
         if hit is not None:
             return hit.content
@@ -102,6 +105,8 @@ def build_client(args: argparse.Namespace) -> tuple[ChatClient, ResponseCache]:
 
 
 def run_baseline(args: argparse.Namespace) -> int:
+    for option, path in (("--out", args.out), ("--cache", args.cache)):
+        refuse_inside_inputs(path, [args.dir], option)
     refuse_existing(args.out, args.overwrite)
     split = None if args.split == "all" else args.split
     if args.mode == "blind":  # no history read at all
@@ -123,7 +128,8 @@ def run_baseline(args: argparse.Namespace) -> int:
         raise RunFailed(f"{failed} of {len(items)} requests failed after their retries; fix: run the same command "
                         "again (answers received so far are cached)")  # fmt: skip
     rows = [prediction(item, reply) for item, reply in zip(items, replies)]
-    write_text_atomic(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    answered = sum(r["choice"] is not None for r in rows)
-    print(f"wrote {len(rows)} predictions ({answered} naming an option) to {args.out}", file=sys.stderr)
+    named = [r for r in rows if r["choice"] is not None]  # a row names a choice, or is no prediction
+    write_text_atomic(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in named))
+    print(f"wrote {len(named)} predictions to {args.out}; {len(rows) - len(named)} replies named no option (left "
+          "out: eqagen score counts them wrong and lists them as missing)", file=sys.stderr)  # fmt: skip
     return 0

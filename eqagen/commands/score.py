@@ -118,8 +118,12 @@ def score(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_score(args: argparse.Namespace) -> int:
     from eqagen.outputs.atomic import write_text_atomic
+    from eqagen.outputs.folder import refuse_inside_inputs
     from eqagen.outputs.score_report import write_score_report
 
+    for option, path in (("--json", args.json), ("--report", args.report), ("--judge-cache", args.judge_cache)):
+        if path is not None and str(path) != "-":
+            refuse_inside_inputs(path, [args.dataset], option)
     report = score(args)
     text = json.dumps(report, indent=2)
     if args.json is not None and str(args.json) != "-":

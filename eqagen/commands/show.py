@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from eqagen.commands.audit import refuse_existing
+from eqagen.outputs.folder import refuse_inside_inputs
 from eqagen.outputs.picture import show_question
 
 
@@ -26,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    refuse_inside_inputs(args.out, [args.dir], "--out")
     refuse_existing(args.out, args.overwrite)
     show_question(args.dir, args.question_id, args.out)
     print(f"wrote {args.out}", file=sys.stderr)

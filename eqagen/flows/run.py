@@ -9,9 +9,11 @@ once the server answers. This module imports no Prefect at load time for that re
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,6 +63,27 @@ class FlowThread:
             self._thread.join(timeout)
 
 
+MIN_FREE_BYTES = 1 << 20  # below this, a failed run is taken to have failed on a full disk
+
+
+@contextlib.contextmanager
+def full_disk_said(out_dir: Path) -> Iterator[None]:
+    """A run that fails while ``out_dir``'s file system has less than :data:`MIN_FREE_BYTES` free ends with
+    the OSError it is (exit 2, "No space left on device"). The Prefect server's SQLite write fails there
+    first, and Prefect's client reports it only as a 500 (PrefectHTTPStatusError, an internal error), with
+    no room left for a log that would say why."""
+    try:
+        yield
+    except Exception as err:
+        try:
+            stats = os.statvfs(out_dir)
+        except OSError:
+            raise err from None
+        if stats.f_bavail * stats.f_frsize < MIN_FREE_BYTES and not isinstance(err, OSError):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir)) from err
+        raise
+
+
 def run_with_prefect(
     config: PipelineConfig,
     out_dir: Path,
@@ -81,7 +104,7 @@ def run_with_prefect(
     ctx = pipeline.make_context(config, Path(out_dir))
     summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
     recorder = FlowThread()
-    with sigterm_as_exit(), contextlib.ExitStack() as stack:
+    with sigterm_as_exit(), full_disk_said(Path(out_dir)), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the workers below are stopped first
         stack.callback(recorder.join, FLOW_END_TIMEOUT_S)  # the flow records its end while the server answers
         if server.process is None:

@@ -39,9 +39,9 @@ import time
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
-from eqagen.core import ConfigError
+from eqagen.core import ConfigError, DataFileError
 from eqagen.outputs.atomic import atomic_path
 
 PR_SET_PDEATHSIG = 1
@@ -73,7 +73,7 @@ def prefect_environment(home: Path, port: int | None = None, host: str = LOOPBAC
         **api,
         "PREFECT_HOME": str(home),
         "PREFECT_PROFILES_PATH": str(home / "profiles.toml"),
-        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_API_DATABASE_CONNECTION_URL": database_url(home / "prefect.db"),
         "PREFECT_LOCAL_STORAGE_PATH": str(home / "storage"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "false",
@@ -85,6 +85,24 @@ def prefect_environment(home: Path, port: int | None = None, host: str = LOOPBAC
         # of the server's start here: 3.7-3.9 s of one core to its first answer with it, 3.3-3.4 s without.
         "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
     }
+
+
+SQLITE_MAX_PATH = 512  # bytes: SQLite's longest file name (SQLITE_MAX_PATHNAME); it cannot open a longer one
+_SQLITE_SUFFIX = "-journal"  # the longest name SQLite derives from the database's (also -wal, -shm)
+
+
+def database_url(db: Path) -> str:
+    """SQLAlchemy's URL of the SQLite file ``db``, its path percent-escaped: SQLAlchemy reads a ``?`` in the
+    path as the start of a query and decodes ``%`` (``--out '/data/usr.db?mode=x'`` put Prefect's tables in the
+    user's ``usr.db``). A path SQLite cannot open is bad input, said before the server starts."""
+    path = str(db)
+    if len((path + _SQLITE_SUFFIX).encode()) > SQLITE_MAX_PATH:
+        raise DataFileError(
+            db, None, f"Prefect's database path is {len(path.encode())} bytes; SQLite opens at most "
+            f"{SQLITE_MAX_PATH - len(_SQLITE_SUFFIX)} (SQLITE_MAX_PATHNAME {SQLITE_MAX_PATH}, less '{_SQLITE_SUFFIX}')",
+            "choose a shorter --out, or --runner inline (no Prefect database)",
+        )  # fmt: skip
+    return "sqlite+aiosqlite:///" + quote(path, safe="/")
 
 
 def apply_prefect_environment(home: Path, port: int | None = None, host: str = LOOPBACK) -> None:
@@ -297,10 +315,13 @@ class LocalPrefectServer:
         self.port = self.port or free_port(self.host)
         env = {**os.environ, **prefect_environment(self.home, self.port, self.host), "PREFECT__SERVER_EPHEMERAL": "1"}
         parent = os.getpid()
+        # A session of its own: a terminal's Ctrl-C goes to the foreground process group, and reached the
+        # server too, which exited (code 0) and was restarted by the watchdog while the run stopped. The run
+        # stops it itself (stop), and it dies with the run (PR_SET_PDEATHSIG).
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 self._command(), env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(parent),
+                preexec_fn=lambda: _die_with_parent(parent), start_new_session=True,
             )  # fmt: skip
 
     def _wait_healthy(self, unless: threading.Event | None = None) -> None:

@@ -5,8 +5,8 @@ always made the same way from the shards just written. What is per shard (counts
 episodes' numbers) comes as one partial per shard (:mod:`eqagen.curation.audit`): made where the shard was
 written (a ``generate`` run's shard units, on its workers) or here from the staged file, then merged. What
 needs every row runs as units of its own when an executor is given, side by side: the blind text models
-(one per model and query type) and the report's plots (one each); the rest of the criteria are computed here
-meanwhile.
+(one per model and query type), the report's plots and its example questions' pictures (one each); the rest
+of the criteria are computed here meanwhile.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from eqagen.curation.criteria import (
 from eqagen.outputs.card import render_card, write_card
 from eqagen.outputs.dataset import read_shard
 from eqagen.outputs.manifest import write_json_atomic
+from eqagen.outputs.picture import drawn_pictures, example_ids, example_picture, example_pictures
 from eqagen.outputs.report import draw_plot, plot_specs, write_report
 from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo
@@ -96,17 +97,25 @@ def write_audit_files(
     stats = {"funnel": funnel, "stages": stage_stats or {}, "dataset": dataset}
     rows = pa.concat_tables([p.criteria_rows for p in parts if isinstance(p, QuestionPartial)])
     contents = answer_contents(rows)
-    text_answers, plots = None, None
-    # The blind models' fits and the report's plots as units, side by side, while the rest is computed here.
+    text_answers, plots, pictures = None, None, None
+    paths = [s.path for s in ordered]
+    # The blind models' fits, the report's plots and its example pictures as units, side by side, while the
+    # rest is computed here.
     if executor is not None:
         fits = text_model_fits(rows, blind_setup(rows, contents))  # the largest first
         text_answers = Results({key: executor.submit(text_model_answers, *fit) for key, fit in fits.items()})
-        plots = [executor.submit(draw_plot, spec) for spec in plot_specs(stats)] if report else None
+        if report:
+            plots = [executor.submit(draw_plot, spec) for spec in plot_specs(stats)]
+            pictures = [executor.submit(example_picture, out_dir, paths, *ids) for ids in example_ids(stats)]
     criteria = method_criteria(rows, manifest.get("config"), text_answers, contents)
     stats = {**stats, "dataset": {**dataset, "criteria": criteria}}
     write_json_atomic(stats, out_dir / "stats.json")
     write_card(render_card(stats, manifest, QUESTIONS_SCHEMA, EPISODES_SCHEMA), out_dir)
     if report:
-        drawn = [plot.result() for plot in plots] if plots else None
-        write_report(stats, out_dir / "report.html", drawn, manifest=manifest)
+        drawn = [plot.result() for plot in plots] if plots is not None else None
+        if pictures is not None:
+            examples = drawn_pictures(p.result() for p in pictures)
+        else:
+            examples = example_pictures(out_dir, paths, stats)
+        write_report(stats, out_dir / "report.html", drawn, manifest=manifest, pictures=examples)
     return stats

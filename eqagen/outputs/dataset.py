@@ -17,7 +17,6 @@ unseen. ``eqagen audit`` reports the same checks one by one instead of stopping 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,6 +26,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eqagen.core import DataFileError
+from eqagen.core.limits import (
+    MAX_COLUMN_CHUNK_BYTES,
+    MAX_SHARD_BYTES,
+    MAX_SHARD_DECOMPRESSED_BYTES,
+    MAX_SHARD_ROW_GROUPS,
+    MAX_SHARD_ROWS,
+    check_regular_file,
+    load_json,
+)
 from eqagen.outputs.manifest import MANIFEST_NAME, REGENERATE, Manifest, load_manifest
 from eqagen.outputs.shards import sha256_of
 
@@ -104,17 +112,51 @@ class Dataset:
     def stats(self) -> dict[str, Any]:
         """``stats.json`` (``{}`` if the dataset has none); checked readable by :func:`integrity_checks`."""
         path = self.root / "stats.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return load_json(path, REGENERATE) if path.exists() else {}
+
+
+def shard_metadata(path: Path) -> pq.FileMetaData:
+    """A shard's footer, checked to state a bounded read before anything is decompressed: a regular file
+    of at most MAX_SHARD_BYTES, at most MAX_SHARD_ROW_GROUPS row groups and MAX_SHARD_ROWS rows, each
+    column of a row group at most MAX_COLUMN_CHUNK_BYTES decompressed, MAX_SHARD_DECOMPRESSED_BYTES in all
+    (a 34 KB shard that decompressed without bound drove every reader past 4 GB)."""
+    fix = "restore it or regenerate"
+    check_regular_file(path, MAX_SHARD_BYTES, fix)
+    try:
+        meta = pq.read_metadata(path)
+    except UNREADABLE as err:
+        raise DataFileError(path, None, f"not a Parquet file ({err})", fix) from err
+    if meta.num_row_groups > MAX_SHARD_ROW_GROUPS or meta.num_rows > MAX_SHARD_ROWS:
+        raise DataFileError(path, None, f"states {meta.num_row_groups:,} row groups and {meta.num_rows:,} rows, more "
+                            f"than {MAX_SHARD_ROW_GROUPS:,} or {MAX_SHARD_ROWS:,}", fix)  # fmt: skip
+    sizes = [meta.row_group(g).column(c).total_uncompressed_size
+             for g in range(meta.num_row_groups) for c in range(meta.num_columns)]  # fmt: skip
+    if max(sizes, default=0) > MAX_COLUMN_CHUNK_BYTES or sum(sizes) > MAX_SHARD_DECOMPRESSED_BYTES:
+        problem = f"decompresses to {sum(sizes):,} bytes ({max(sizes):,} in one column chunk)"
+        limits = f"{MAX_SHARD_DECOMPRESSED_BYTES:,} ({MAX_COLUMN_CHUNK_BYTES:,})"
+        raise DataFileError(path, None, f"{problem}, more than {limits}", fix)
+    return meta
 
 
 def read_shard(path: Path, columns: Iterable[str] | None = None) -> pa.Table:
-    """One shard, the columns asked for (those present; all if None), without Hive partition inference."""
+    """One shard, the columns asked for (those present; all if None), without Hive partition inference;
+    its footer checked first (:func:`shard_metadata`)."""
+    names = shard_metadata(path).schema.to_arrow_schema().names
+    wanted = names if columns is None else [c for c in columns if c in names]
     try:
-        names = pq.read_schema(path).names
-        wanted = names if columns is None else [c for c in columns if c in names]
         return pq.read_table(path, columns=wanted, partitioning=None)
     except UNREADABLE as err:
         raise DataFileError(path, None, f"unreadable Parquet shard ({err})", "restore it or regenerate") from err
+
+
+def check_one_schema(paths: list[Path]) -> None:
+    """A DataFileError naming the first of ``paths`` whose schema (its footer's) differs from the first's:
+    the shards of one table share one schema, whatever version wrote them."""
+    schemas = [(path, shard_metadata(path).schema.to_arrow_schema()) for path in paths]
+    for path, schema in schemas[1:]:
+        if not schema.equals(schemas[0][1], check_metadata=False):
+            problem = f"schema differs from that of {schemas[0][0].name}, another shard of its table"
+            raise DataFileError(path, None, problem, REGENERATE)
 
 
 def read_shards(paths: list[Path], schema: pa.Schema) -> pa.Table:
@@ -175,13 +217,25 @@ def listing_checks(dataset: Dataset) -> list[IntegrityCheck]:
                        tuple((p, "not listed in manifest.json") for p in sorted(on_disk - listed))),
         IntegrityCheck("no missing shards", fix,
                        tuple((p, "listed in manifest.json but missing") for p in sorted(listed - on_disk))),
+        IntegrityCheck("shards are regular files within bounds", "restore it or regenerate",
+                       tuple(irregular_shards(dataset, sorted(listed & on_disk)))),
     ]  # fmt: skip
+
+
+def irregular_shards(dataset: Dataset, present: list[str]) -> Iterator[tuple[str, str]]:
+    """Listed shards that are no regular file (a FIFO would hang every read) or larger than MAX_SHARD_BYTES."""
+    for rel in present:
+        try:
+            check_regular_file(dataset.shard_paths[rel], MAX_SHARD_BYTES)
+        except DataFileError as err:
+            yield rel, err.problem
 
 
 def content_checks(dataset: Dataset) -> list[IntegrityCheck]:
     """sha256 and row count of every present shard, the manifest's totals, and unique ids."""
     bad_sums, bad_rows = [], []
-    present = [s for s in dataset.manifest.shards if dataset.shard_paths[s.path].is_file()]
+    irregular = {rel for rel, _ in irregular_shards(dataset, [s.path for s in dataset.manifest.shards])}
+    present = [s for s in dataset.manifest.shards if dataset.shard_paths[s.path].is_file() and s.path not in irregular]
     for shard in present:
         path = dataset.shard_paths[shard.path]
         actual = sha256_of(path)
@@ -189,9 +243,9 @@ def content_checks(dataset: Dataset) -> list[IntegrityCheck]:
             bad_sums.append((shard.path, f"sha256 {actual[:12]}... differs from the manifest's {shard.sha256[:12]}..."))
             continue  # damaged: its rows cannot be trusted, nor read
         try:
-            rows = pq.read_metadata(path).num_rows
-        except UNREADABLE as err:
-            bad_rows.append((shard.path, f"not a Parquet file ({err})"))
+            rows = shard_metadata(path).num_rows
+        except DataFileError as err:
+            bad_rows.append((shard.path, err.problem))
             continue
         if rows != shard.rows:
             bad_rows.append((shard.path, f"holds {rows} rows, the manifest says {shard.rows}"))
@@ -241,12 +295,12 @@ def stats_check(dataset: Dataset) -> IntegrityCheck:
     failures: tuple[tuple[str, str], ...] = ()
     if "stats.json" in dataset.manifest.files:
         try:
-            if not isinstance(json.loads(path.read_text(encoding="utf-8")), dict):
+            if not path.exists():
+                failures = (("stats.json", "listed in manifest.json but missing"),)
+            elif not isinstance(load_json(path), dict):
                 failures = (("stats.json", "not a JSON object"),)
-        except FileNotFoundError:
-            failures = (("stats.json", "listed in manifest.json but missing"),)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            failures = (("stats.json", f"not valid JSON ({err})"),)
+        except DataFileError as err:
+            failures = (("stats.json", err.problem),)
     return IntegrityCheck("stats.json readable", "restore it or regenerate the dataset", failures)
 
 

@@ -22,7 +22,7 @@ from eqagen.config import OutputConfig
 from eqagen.core import DataFileError
 from eqagen.core.stages import StageLog, StageReport
 from eqagen.outputs.dataset import Dataset, open_dataset
-from eqagen.outputs.folder import DatasetWriter, claim_output
+from eqagen.outputs.folder import DatasetWriter, claim_output, refuse_inside_inputs
 from eqagen.outputs.manifest import DatasetIdentity
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.outputs.shards import ShardInfo, sort_rows
@@ -69,8 +69,7 @@ def derive(
     stage's statistics. Nothing is read before the input is verified, nothing written before the output
     folder is claimed, and the folder changes only once the whole dataset is staged."""
     in_dir, out_dir = Path(in_dir), Path(out_dir)
-    if out_dir.resolve() == in_dir.resolve():
-        raise DataFileError(out_dir, None, "--out is the input directory", "write to a new directory")
+    refuse_inside_inputs(out_dir, [in_dir], "--out")
     source = open_dataset(in_dir)
     stage = stage_for(source)
     questions = source.read_exact("questions", QUESTIONS_SCHEMA)

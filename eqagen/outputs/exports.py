@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from eqagen.core import OPENEQA_CATEGORIES, ConfigError, DataFileError, split_name
 from eqagen.outputs.atomic import write_text_atomic
-from eqagen.outputs.dataset import open_dataset
+from eqagen.outputs.dataset import check_one_schema, open_dataset
 from eqagen.outputs.harness import export_lmms_eval, export_vlmevalkit
 from eqagen.outputs.model_inputs import episode_reference, export_histories, export_scenegraphs
 from eqagen.outputs.replay import export_replay
@@ -56,8 +56,11 @@ OPENEQA_COLUMNS = (
 
 def _questions(out_dir: Path, split: str | None, columns: tuple[str, ...] | None = None) -> list[dict]:
     """The questions of a verified dataset (:func:`open_dataset`: only the shards its manifest lists, with
-    their checksums and row counts, ids unique), one split or all, sorted by id."""
-    table = open_dataset(Path(out_dir)).read("questions", columns)
+    their checksums and row counts, ids unique), every shard of one schema (a shard of another schema whose
+    checksum was fixed to match is refused), one split or all, sorted by id."""
+    dataset = open_dataset(Path(out_dir))
+    check_one_schema(dataset.shards("questions"))
+    table = dataset.read("questions", columns)
     if split:
         split = split_name(split)
         present = sorted(set(table["split"].to_pylist()))

@@ -59,6 +59,34 @@ def state_dir(out_dir: Path) -> Path:
     return Path(out_dir) / STATE_DIR
 
 
+def refuse_state_link(out_dir: Path) -> None:
+    """A DataFileError if ``OUT/.eqagen`` or an entry in it is a link: eqagen removes files under it (staging,
+    checkpoints, Prefect's home), and through a link it would remove the files of the link's target."""
+    state = state_dir(out_dir)
+    entries = [state, *state.iterdir()] if state.is_dir() and not state.is_symlink() else [state]
+    linked = next((p for p in entries if p.is_symlink()), None)
+    if linked is not None:
+        raise DataFileError(
+            linked, None, f"is a link (to {os.readlink(linked)}): eqagen keeps and removes its run state there",
+            f"remove the link (its target is left alone) or {NEW_FOLDER}",
+        )  # fmt: skip
+
+
+def refuse_inside_inputs(path: Path | None, inputs: Iterable[Path], option: str) -> None:
+    """A DataFileError if ``path`` (what ``option`` names) is one of the dataset folders ``inputs`` or lies
+    inside one: writing there would change that dataset (a shard or file its manifest does not list)."""
+    if path is None:
+        return
+    target = Path(os.path.abspath(path)).resolve()
+    for folder in inputs:
+        root = Path(os.path.abspath(folder)).resolve()
+        if target == root or root in target.parents:
+            raise DataFileError(
+                path, None, f"{option} lies inside the dataset folder {folder}, which writing there would damage",
+                f"choose a {option} outside {folder}",
+            )  # fmt: skip
+
+
 # --- one command at a time --------------------------------------------------------------------------
 
 
@@ -136,10 +164,12 @@ def claim_output(out_dir: Path, fingerprint: str, overwrite: bool = False, comma
     """The output folder for one command: refused early if it may not be written (nothing created then),
     else locked for the block, an interrupted replacement completed, and checked again under the lock."""
     out_dir = Path(out_dir)
+    refuse_state_link(out_dir)
     if not (state_dir(out_dir) / JOURNAL_NAME).exists():
         check_destination(out_dir, fingerprint, overwrite)
     with output_lock(out_dir, command):
         finish_interrupted_commit(out_dir)
+        shutil.rmtree(state_dir(out_dir) / STAGING_NAME, ignore_errors=True)  # a failed run's (a full disk's)
         check_destination(out_dir, fingerprint, overwrite)
         yield
 

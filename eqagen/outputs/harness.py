@@ -15,7 +15,11 @@ Every row carries the episode's history as text (TAG-EQA's K-observation subsamp
   (the history, which VLMEvalKit's text MCQ prompt puts before the question), ``category``, ``split``,
   ``question_id`` and ``episode_id``.
 - ``lmms-eval``: a folder ``<task>.yaml`` + ``utils.py`` + ``<task>.jsonl``, the task reading the JSON
-  lines as its ``test`` split and scoring each response with :func:`choice_result`.
+  lines as its ``test`` split and scoring each response with :func:`choice_result`, which is ``eqagen
+  score``'s accuracy (:func:`eqagen.scoring.choice.accuracy`) of the choice the response's letter names.
+
+A reply's letter becomes the record's choice it stands for at one place, :func:`reply_choice`: the
+lmms-eval task and ``eqagen baseline``'s predictions file both go through it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import io
 import json
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.history import history_text
 from eqagen.outputs.model_inputs import history_of
 from eqagen.outputs.readers import iter_episodes, read_questions
+from eqagen.scoring.choice import accuracy
 
 DEFAULT_OBSERVATIONS = 50  # TAG-EQA's K
 LETTERS = string.ascii_uppercase
@@ -50,6 +55,7 @@ class McqItem:
 
     record: QARecord
     options: list[str]  # sentences, in the drawn order
+    choices: list[str]  # the record's choice (a content, as its ``choices`` store it) each option says
     answer: str  # the letter of the record's own answer
     history: Any  # the episode's history as the caller rendered it (text for the exports)
 
@@ -69,8 +75,8 @@ def representatives(records: list[QARecord]) -> dict[tuple[str, str], str]:
     return {key: option_sentence(rank[2]) for key, rank in best.items()}
 
 
-def options_of(record: QARecord, sentences: dict[tuple[str, str], str], seed: int) -> tuple[list[str], str]:
-    """The record's options in their drawn order, and its answer's letter."""
+def options_of(record: QARecord, sentences: dict[tuple[str, str], str], seed: int) -> tuple[list[str], list[str], str]:
+    """The record's options in their drawn order, the choice each stands for, and its answer's letter."""
     contents = list(record.choices) or [record.answer_key]
     if record.answer_key not in contents:
         raise DataFileError(
@@ -88,7 +94,7 @@ def options_of(record: QARecord, sentences: dict[tuple[str, str], str], seed: in
         keep = rng.choice(len(others), size=len(LETTERS) - 1, replace=False)
         contents = [record.answer_key, *(others[i] for i in sorted(keep.tolist()))]
     drawn = [contents[i] for i in rng.permutation(len(contents)).tolist()]
-    return [sentences[(record.balance_key, c)] for c in drawn], LETTERS[drawn.index(record.answer_key)]
+    return [sentences[(record.balance_key, c)] for c in drawn], drawn, LETTERS[drawn.index(record.answer_key)]
 
 
 def mcq_items(
@@ -111,8 +117,8 @@ def mcq_items(
     }
     seed = int(dataset.manifest.seed)
     for r in chosen:
-        options, letter = options_of(r, sentences, seed)
-        yield McqItem(r, options, letter, histories.get(r.episode_id))
+        options, choices, letter = options_of(r, sentences, seed)
+        yield McqItem(r, options, choices, letter, histories.get(r.episode_id))
 
 
 def question_text(record: QARecord) -> str:
@@ -158,11 +164,18 @@ def parse_choice(response: str, n_options: int) -> str | None:
     return found.group(1) if found else None
 
 
-def choice_result(response: str, answer: str, n_options: int) -> dict[str, float]:
-    """The per-question result of a multiple-choice response: ``accuracy`` 1.0 when the letter it gives is
-    the answer's, else 0.0 (no letter counts as wrong). lmms-eval's ``process_results`` returns it and
-    averages ``accuracy`` over the questions."""
-    return {"accuracy": float(parse_choice(response, n_options) == answer)}
+def reply_choice(response: str, choices: Sequence[str]) -> str | None:
+    """The choice a response names: the one its option letter stands for (``choices`` in the options'
+    order); None when it gives no option's letter."""
+    letter = parse_choice(response, len(choices))
+    return choices[LETTERS.index(letter)] if letter else None
+
+
+def choice_result(response: str, choices: Sequence[str], answer_key: str) -> dict[str, float]:
+    """The per-question result of a multiple-choice response: ``eqagen score``'s ``accuracy`` of the choice
+    it names (no letter counts as wrong). lmms-eval's ``process_results`` returns it and averages
+    ``accuracy`` over the questions."""
+    return {"accuracy": accuracy(reply_choice(response, choices), answer_key)}
 
 
 def lmms_doc(item: McqItem) -> dict[str, Any]:
@@ -174,7 +187,9 @@ def lmms_doc(item: McqItem) -> dict[str, Any]:
         "category": r.category,
         "question": question_text(r),
         "options": item.options,
+        "choices": item.choices,
         "answer": item.answer,
+        "answer_key": r.answer_key,
         "history": item.history,
     }
 
@@ -192,7 +207,7 @@ def doc_to_text(doc):
 
 
 def process_results(doc, results):
-    return choice_result(results[0], doc["answer"], len(doc["options"]))
+    return choice_result(results[0], doc["choices"], doc["answer_key"])
 '''
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eqagen.core import DataFileError
+from eqagen.core.limits import load_json
 from eqagen.outputs.atomic import write_text_atomic
 from eqagen.outputs.shards import ShardInfo, shard_prefix
 
@@ -111,7 +112,7 @@ def write_manifest(manifest: dict[str, Any], out_dir: Path) -> Path:
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     """The manifest as it is on disk, unchecked (see :func:`load_manifest`)."""
-    return json.loads((Path(out_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
+    return load_json(Path(out_dir) / MANIFEST_NAME, REGENERATE)
 
 
 # --- the manifest checked ---------------------------------------------------------------------------
@@ -158,10 +159,7 @@ def load_manifest(out_dir: Path) -> Manifest:
     path = Path(out_dir) / MANIFEST_NAME
     if not path.is_file():
         raise DataFileError(path, None, "no manifest.json", "pass a dataset folder written by eqagen")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFileError(path, None, f"not valid JSON ({err})", REGENERATE) from None
+    data = load_json(path, REGENERATE)
     if not isinstance(data, dict):
         raise DataFileError(path, None, f"a JSON object expected, got {type(data).__name__}", REGENERATE)
     try:

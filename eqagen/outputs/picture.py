@@ -6,19 +6,27 @@ up). Drawn, bottom to top: the rooms or structures (regions' footprints, named),
 square; a red cross where an action failed), the events (a purple diamond where the agent stood, named),
 the question's anchors (orange stars, the coordinates the question names) and its answer objects (green
 rings, named as the answer names them). The question and its answer are the title.
+
+The one drawing serves ``eqagen show`` (:func:`show_question`) and report.html, which shows it beside each
+example question (:func:`example_picture`, one unit each on a run's workers, like the report's plots).
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from eqagen.core import DataFileError, Episode, QARecord
 from eqagen.outputs.atomic import atomic_path
-from eqagen.outputs.readers import iter_episodes, read_questions
-from eqagen.outputs.report import pyplot
+from eqagen.outputs.readers import episode_from_row, iter_episodes, read_questions
+from eqagen.outputs.report import data_uri, png_bytes, pyplot
+from eqagen.paraphrase.tables import records_from_table
 
 COLORS = {"path": "#4C72B0", "failed": "#C44E52", "object": "#9A9A9A", "event": "#8172B2", "anchor": "#DD8452",
           "answer": "#55A868"}  # fmt: skip
@@ -163,10 +171,73 @@ def draw_question(record: QARecord, episode: Episode):
     return fig
 
 
+def question_png(record: QARecord, episode: Episode, dpi: int = 110) -> bytes:
+    """The picture of question ``record`` in its ``episode`` as PNG bytes (the same bytes each time)."""
+    return png_bytes(draw_question(record, episode), dpi)
+
+
 def show_question(out_dir: Path, question_id: str, dest: Path) -> None:
     """Draw question ``question_id`` of the dataset in ``out_dir`` and write the PNG to ``dest``."""
     record, episode = question_and_episode(out_dir, question_id)
-    fig = draw_question(record, episode)
     with atomic_path(Path(dest)) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    pyplot().close(fig)
+        tmp.write_bytes(question_png(record, episode))
+
+
+REPORT_DPI = 60  # the report shows a picture per example question: small enough to list them, the labels legible
+
+
+# Example questions of each query type drawn in report.html: a picture costs about 0.5 s of one core (matplotlib
+# laying out its text), so drawing all five examples of each type added about 12 s to the demo's audit.
+PICTURED_PER_TYPE = 1
+
+
+def example_ids(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(question id, episode id) of the example questions report.html draws: the first PICTURED_PER_TYPE
+    examples of each query type, in the report's order."""
+    examples = stats["dataset"]["questions"].get("examples", {})
+    pictured = [[r for r in rows if "episode_id" in r][:PICTURED_PER_TYPE] for rows in examples.values()]
+    return [(r["question_id"], r["episode_id"]) for rows in pictured for r in rows]
+
+
+def first_row(paths: list[Path], column: str, value: str) -> pa.Table | None:
+    """The first row of the shards at ``paths`` whose ``column`` is ``value``, as a table, or None (the
+    filter reads only the row groups whose statistics may hold it)."""
+    for path in paths:
+        row = pq.read_table(path, filters=[(column, "==", value)], partitioning=None)
+        if row.num_rows:
+            return row.slice(0, 1)
+    return None
+
+
+def the_row(paths: list[Path], column: str, value: str) -> pa.Table:
+    """:func:`first_row`, or a DataFileError where no row has the value."""
+    row = first_row(paths, column, value)
+    if row is None:
+        raise DataFileError(paths[0].parent if paths else Path("."), column, f"no row with {column} '{value}'")
+    return row
+
+
+def example_picture(out_dir: Path, shards: list[str], question_id: str, episode_id: str) -> tuple[str, str]:
+    """(question id, PNG data URI): the picture of one example question, read from the ``shards`` (paths
+    relative to ``out_dir``, staged or written) of a dataset folder."""
+
+    def paths(table: str) -> list[Path]:
+        return [Path(out_dir) / s for s in shards if s.split("/")[0] == table]
+
+    question = the_row(paths("questions"), "question_id", question_id)
+    episode_row = first_row(paths("episodes"), "episode_id", episode_id)
+    if question["program"][0].as_py() is None or episode_row is None:
+        return question_id, ""  # nothing to draw: a table of synthetic rows (no program, no episode of theirs)
+    record = records_from_table(question)[0]
+    episode = episode_from_row(episode_row.to_pylist()[0])
+    return question_id, data_uri(question_png(record, episode, REPORT_DPI))
+
+
+def example_pictures(out_dir: Path, shards: list[str], stats: Mapping[str, Any]) -> dict[str, str]:
+    """The picture of each example question by question id, drawn here (a run draws them as units)."""
+    return drawn_pictures(example_picture(out_dir, shards, q, e) for q, e in example_ids(stats))
+
+
+def drawn_pictures(pictures: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The pictures by question id, without the questions that had none to draw."""
+    return {question_id: uri for question_id, uri in pictures if uri}

@@ -41,12 +41,22 @@ def pyplot() -> ModuleType:
     return plt
 
 
-def _png(fig: Figure) -> str:
-    plt = pyplot()
+def png_bytes(fig: Figure, dpi: int) -> bytes:
+    """``fig`` as PNG (closed after): no software or time in its metadata, so the same figure gives the same
+    bytes wherever it is drawn."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    pyplot().close(fig)
+    return buf.getvalue()
+
+
+def data_uri(png: bytes) -> str:
+    """A PNG embedded in the page (the page loads nothing)."""
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def _png(fig: Figure) -> str:
+    return data_uri(png_bytes(fig, dpi=80))
 
 
 def _integer_keys(counts: Mapping[str, float]) -> bool:
@@ -166,6 +176,8 @@ def _plain(value: Any) -> bool:
 
 
 def _number(value: Any) -> str:
+    if value is None:  # stats.json's null: a value the criterion does not judge for this dataset
+        return "not judged"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
@@ -280,9 +292,11 @@ def render_report(
     title: str = "eqagen dataset audit",
     plots: Plots | None = None,
     manifest: Mapping[str, Any] | None = None,
+    pictures: Mapping[str, str] | None = None,
 ) -> str:
     """The page (``plots``: :func:`report_plots` of the same statistics, where they were drawn already;
-    ``manifest``: the dataset's, for how it was made)."""
+    ``manifest``: the dataset's, for how it was made; ``pictures``: the example questions' episodes drawn
+    from above, PNG data URIs by question id: :func:`eqagen.outputs.picture.example_picture`)."""
     plots = report_plots(stats) if plots is None else plots
     criteria = criteria_view(stats["dataset"].get("criteria", {}))
     return _TEMPLATES.get_template("report.html.j2").render(
@@ -291,6 +305,7 @@ def render_report(
         plots=plots,
         criteria=criteria,
         made=how_made(manifest),
+        pictures=pictures or {},
         glossary=rejection_glossary(stats.get("funnel", {})),
         funnel=[(stage, stats["funnel"][stage]) for stage in in_run_order(stats.get("funnel", {}))],
         split_order=[s for s in SPLITS if s in stats["dataset"]["questions"]["per_split"]],
@@ -298,7 +313,11 @@ def render_report(
 
 
 def write_report(
-    stats: Mapping[str, Any], path: Path, plots: Plots | None = None, manifest: Mapping[str, Any] | None = None
+    stats: Mapping[str, Any],
+    path: Path,
+    plots: Plots | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    pictures: Mapping[str, str] | None = None,
 ) -> Path:
-    write_text_atomic(Path(path), render_report(stats, plots=plots, manifest=manifest))
+    write_text_atomic(Path(path), render_report(stats, plots=plots, manifest=manifest, pictures=pictures))
     return path

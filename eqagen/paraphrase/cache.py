@@ -1,6 +1,6 @@
 """The persistent response cache: one sqlite file, one row per paid-for response.
 
-Keyed by a hash of the model, the messages, the sampling parameters and the template version, so a
+Keyed by a hash of the endpoint, the model, the messages, the sampling parameters and the template version, so a
 rerun of the same items sends no request. Each response is committed the moment it arrives (WAL
 journal, one transaction per response): a killed run loses no response it received, and a rerun
 never asks twice. Malformed or rejected replies are cached too: they were paid for, and replaying
@@ -32,9 +32,12 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def request_key(model: str, messages: list[dict[str, str]], sampling: dict[str, Any], template_version: str) -> str:
-    """The cache key of one chat request."""
-    return stable_hash("chat.completions", model, messages, sampling, template_version, digest_size=16)
+def request_key(
+    endpoint: str, model: str, messages: list[dict[str, str]], sampling: dict[str, Any], template_version: str
+) -> str:
+    """The cache key of one chat request to ``endpoint`` (:attr:`Endpoint.identity`: scheme, host, port and
+    path, no credentials): a reply is only ever reused for the endpoint that produced it."""
+    return stable_hash("chat.completions", endpoint, model, messages, sampling, template_version, digest_size=16)
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,12 @@ class ResponseCache:
 
     def __init__(self, path: Path | str | None):
         self.path = Path(path) if path is not None else None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # an unwritable HOME: the fix is another cache, not another --out
+            fix = "pass --cache FILE (paraphrase.cache_path) in a writable folder, or set EQAGEN_CACHE_DIR"
+            raise DataFileError(path, None, f"cannot create the response cache: {err.strerror or err}", fix) from None
         try:
             self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")

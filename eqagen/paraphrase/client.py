@@ -16,8 +16,10 @@ missing fields) is a :class:`Completion` with ``invalid`` set: the item retries 
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import openai
@@ -30,6 +32,7 @@ from eqagen.paraphrase.prompts import JSON_SCHEMA
 
 FORMAT_CHAIN = ("json_schema", "json_object", "none")
 PREFLIGHT_TIMEOUT_S = 10.0  # at most this long to learn whether anything answers at the endpoint
+NOTE_WAIT_S = 5.0  # a retry's wait of this long or more is said on stderr
 _REFUSED_STATUS = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 
 
@@ -126,6 +129,7 @@ class ChatClient:
         start = config.response_format if config.response_format != "auto" else FORMAT_CHAIN[0]
         self._format = start
         self._reachable: asyncio.Future | None = None  # the preflight, started by the first request
+        self._last_note = -NOTE_WAIT_S  # when a wait was last said (:meth:`_say_wait`)
 
     @property
     def current_format(self) -> str:
@@ -197,7 +201,7 @@ class ChatClient:
             finally:
                 self.stats.in_flight -= 1
         self.stats.responses += 1  # answered with a 200: billed, whatever the body holds
-        return _completion(response, messages)
+        return self.scrubbed(_completion(response, messages))
 
     async def preflight(self) -> None:
         """Raise :class:`EndpointUnreachable` unless something answers HTTP at the endpoint (``GET
@@ -226,7 +230,12 @@ class ChatClient:
         )
 
     def _scrub(self, text: str) -> str:
-        return scrub(text, (self.endpoint.api_key,))
+        return scrub(text, self.endpoint.secrets)
+
+    def scrubbed(self, completion: Completion) -> Completion:
+        """``completion`` with its reply and its problem scrubbed (:func:`scrub`): what an endpoint sends is
+        scrubbed as it arrives, before any reason, cache row or log can hold it."""
+        return replace(completion, content=self._scrub(completion.content), invalid=self._scrub(completion.invalid))
 
     async def complete(self, messages: list[dict[str, str]], key: str, budget: Budget | None = None) -> Completion:
         """One chat completion, retried on 429, 5xx, timeouts and connection errors. Raises
@@ -263,8 +272,20 @@ class ChatClient:
                     detail = self._scrub(str(reason or err))
                     raise RequestFailed(f"request failed after {retries} retries: {detail}") from err
                 self.stats.retries[reason] += 1
-                await asyncio.sleep(self._backoff(retries, err, rng))
+                delay = self._backoff(retries, err, rng)
+                self._say_wait(reason, delay, retries)
+                await asyncio.sleep(delay)
                 retries += 1
+
+    def _say_wait(self, reason: str, delay: float, retry: int) -> None:
+        """A line on stderr before a wait of :data:`NOTE_WAIT_S` or more (at most one every that long): a 429
+        storm with Retry-After 30 was six minutes without a word."""
+        now = time.monotonic()
+        if delay < NOTE_WAIT_S or now - self._last_note < NOTE_WAIT_S:
+            return
+        self._last_note = now
+        print(f"eqagen: note: paraphrase endpoint {self.endpoint.display_url} answered {reason}; waiting "
+              f"{delay:.0f} s before retry {retry + 1} of {self.config.max_retries}", file=sys.stderr)  # fmt: skip
 
     def _backoff(self, retry: int, err: Exception, rng: Any) -> float:
         """Exponential backoff with equal jitter, at least the server's Retry-After, at most the cap."""

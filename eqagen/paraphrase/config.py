@@ -90,8 +90,12 @@ class ParaphraseConfig(BaseModel):
         return data
 
     @field_serializer("base_url")
-    def _redacted_base_url(self, url: str | None) -> str | None:
-        return redact_url(url) if url is not None else None
+    def _used_base_url(self, url: str | None) -> str | None:
+        """The endpoint a named model is sent to, wherever it came from (the config, ``OPENAI_BASE_URL`` or
+        the OpenAI API's default), redacted: the manifest records the endpoint actually used."""
+        if self.offline:
+            return redact_url(url) if url is not None else None
+        return redact_url(used_base_url(url))
 
     @property
     def offline(self) -> bool:
@@ -126,12 +130,31 @@ def redact_url(url: str, secrets: tuple[str, ...] = ()) -> str:
     return scrub(text, secrets)
 
 
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every occurrence of a secret replaced by ``***``."""
+# Credentials that an endpoint or a proxy in front of it may echo, found by their form even where the
+# secret itself is not known: an Authorization header's value, a bearer token, an OpenAI-style key.
+_CREDENTIAL_TEXT = re.compile(
+    r"(?i)(?P<name>\b(?:proxy-)?authori[sz]ation\W{0,3}\s*[:=]\s*)(?:bearer\s+|basic\s+)?[^\s\"'<>,;]+"
+    r"|(?P<bearer>\bbearer\s+)[\w.~+/=-]{6,}"
+    r"|\bsk-[\w-]{8,}"
+)
+
+
+def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with every occurrence of a secret, and of anything in the form of a credential
+    (:data:`_CREDENTIAL_TEXT`), replaced by ``***``: the one scrubber for text that comes from an endpoint
+    or carries a URL, applied where that text enters (replies, error messages, cached replies)."""
     for secret in secrets:
         if len(secret) >= MIN_SECRET_LENGTH:
             text = text.replace(secret, REDACTED)
-    return text
+    return _CREDENTIAL_TEXT.sub(lambda m: (m.group("name") or m.group("bearer") or "") + REDACTED, text)
+
+
+OPENAI_API_URL = "https://api.openai.com/v1"  # where the openai client sends a request with no base URL
+
+
+def used_base_url(configured: str | None) -> str:
+    """The base URL requests go to: the configured one, else ``OPENAI_BASE_URL``, else the OpenAI API's."""
+    return configured or os.environ.get("OPENAI_BASE_URL") or OPENAI_API_URL
 
 
 def resolve_cache_path(config: ParaphraseConfig) -> Path | None:
@@ -153,17 +176,33 @@ class Endpoint:
     gateway) travels as ``query``, which the openai client appends to every request."""
 
     model: str
-    base_url: str | None
+    base_url: str
     api_key: str = field(repr=False)
     query: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def display_url(self) -> str:
         """The URL as it may be written down (stats, messages): credentials redacted."""
-        if self.base_url is None:
-            return "the OpenAI API"
         url = self.base_url + (f"?{urlencode(self.query)}" if self.query else "")
-        return redact_url(url, (self.api_key,))
+        return redact_url(url, self.secrets)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be written: the key, the URL's user info and password, credential query values."""
+        parts = urlsplit(self.base_url)
+        userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+        credentials = [v for k, v in self.query.items() if _SECRET_PARAM.search(k)]
+        return tuple(s for s in (self.api_key, userinfo, parts.password or "", *credentials) if s)
+
+    @property
+    def identity(self) -> str:
+        """The endpoint as the cache names it: scheme, host, port and path; never credentials or a query."""
+        parts = urlsplit(self.base_url)
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+        except ValueError:  # not a port number: the client will say so; the key still names the rest
+            port = 0
+        return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
 
 
 def _split_query(url: str) -> tuple[str, dict[str, str]]:
@@ -191,5 +230,5 @@ def resolve_endpoint(config: ParaphraseConfig) -> Endpoint | None:
             allowed="set base_url (--base-url) for a local server, or OPENAI_API_KEY for OpenAI; "
             f"or use model '{OFFLINE_MODEL}' (--offline) for the offline paraphraser",
         )
-    url, query = _split_query(base_url) if base_url else (None, {})
+    url, query = _split_query(used_base_url(base_url))
     return Endpoint(model=config.model, base_url=url, api_key=key or "not-needed", query=query)

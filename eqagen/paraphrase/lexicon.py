@@ -1,5 +1,6 @@
 """Closed vocabularies the validator reads text with: numbers, colors, states, temporal and spatial
-relations, compass directions, quantity hedges, ordinals, yes/no and object types with their synonyms.
+relations, compass directions, quantity hedges, viewpoints, ordinals, yes/no and object types with their
+synonyms.
 
 Each vocabulary maps surface forms to a canonical id. Scanning is longest-match-first and
 non-overlapping, so "right after" is read as one relation and never also as "after".
@@ -495,7 +496,34 @@ def scan_hedges(text: str) -> list[str]:
     return [canon for _, _, canon in hedge_spans(text)]
 
 
+# Viewpoints: whose left, right, front and behind a situated relation means. The templates state the
+# agent's ("as seen from where you stood", "from your point of view"); any other ("from the opposite side",
+# "from the object's own point of view", "as seen from behind the object") reverses or changes the
+# relation, so a viewpoint phrase is a fact: "agent", or "other" for every viewpoint that is not the agent's.
+_VIEWPOINT = re.compile(
+    r"(?<![\w-])(?:(?:as )?(?:seen|viewed|looked at|looking) from (?P<seen>[^,;:.!?()]*)"
+    r"|from (?P<owner>[\w' -]{1,40}?)(?: own)? (?:point of view|perspective|viewpoint|vantage point|standpoint)"
+    r"|from (?P<place>where you (?:stood|were standing|were|stand|are)|the (?:opposite|other|far|reverse|back) side"
+    r"|behind))(?![\w-])"
+)
+_AGENT_VIEW = re.compile(r"(?:where )?(?:you|your|yourself|the agent's|the agent)(?![\w-])")
+
+
+def viewpoint_spans(text: str) -> tuple[Span, ...]:
+    """(start, end, "agent" or "other") of every viewpoint phrase in the normalised ``text``."""
+    norm = normalize_text(text)
+    if "from" not in norm.letter_runs:
+        return ()
+    out = []
+    for m in _VIEWPOINT.finditer(norm):
+        whose = next(g for g in (m.group("seen"), m.group("owner"), m.group("place")) if g is not None).strip()
+        out.append((m.start(), m.end(), "agent" if _AGENT_VIEW.match(whose) else "other"))
+    return tuple(out)
+
+
 def _spans(kind: str, norm: Normalized) -> Sequence[Span]:
+    if kind == "viewpoint":
+        return viewpoint_spans(norm)
     return hedge_spans(norm) if kind == "hedge" else scan_spans(kind, norm)
 
 
@@ -506,16 +534,17 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-NOT_RELATIONS = ("state", "temporal", "hedge")  # the words a relation word may be part of
+# the words a relation word may be part of ("behind" in "as seen from behind the bowl" is a viewpoint)
+NOT_RELATIONS = ("state", "temporal", "hedge", "viewpoint")
 
 
 def relation_spans(
     text: str, known: Mapping[str, Sequence[Span]] | None = None
 ) -> tuple[tuple[int, int, str, bool], ...]:
     """(start, end, relation, names the agent) of every spatial relation word in the normalised ``text``,
-    not counting words that are part of a state ("switched on"), a temporal relation ("right after") or a
-    quantity hedge ("under 3"). ``known``: the text's spans of some of :data:`NOT_RELATIONS` (``scan_spans``,
-    ``hedge_spans``), where the caller has them."""
+    not counting words that are part of a state ("switched on"), a temporal relation ("right after"), a
+    quantity hedge ("under 3") or a viewpoint ("seen from behind it"). ``known``: the text's spans of some
+    of :data:`NOT_RELATIONS` (``scan_spans``, ``hedge_spans``), where the caller has them."""
     norm = normalize_text(text)
     known = known or {}
     spans = {kind: known[kind] if kind in known else _spans(kind, norm) for kind in NOT_RELATIONS}

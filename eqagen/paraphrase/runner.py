@@ -47,6 +47,7 @@ from eqagen.paraphrase.tables import records_from_table
 from eqagen.paraphrase.validator import ItemFacts, check_paraphrase, derive_facts
 
 BUDGET_REASON = "budget exhausted before this item was paraphrased"
+MAX_REPLY_CHARS = 16_384  # a reply longer than this is rejected unread: a paraphrase is a few hundred characters
 SHOT_MEMO_SIZE = 4096
 
 if TYPE_CHECKING:  # the chat client imports the openai SDK (0.4 s): only a run with a model loads it
@@ -159,17 +160,20 @@ class _LLMRun:
         body was no chat completion: that is asked again). None when the budget allows no further request."""
         from eqagen.paraphrase.client import BudgetExhausted, Completion
 
-        key = request_key(self.endpoint.model, messages, self.client.sampling(), self.version)
+        key = request_key(self.endpoint.identity, self.endpoint.model, messages, self.client.sampling(), self.version)
         hit = self.cache.get(key)
         if hit is not None:
             self.counters.cache_hits += 1
-            return Completion(hit.content, 0, 0)
+            return self.client.scrubbed(Completion(hit.content, 0, 0))  # a cache written by an older eqagen
         try:
             done = await self.client.complete(messages, key, self.budget)
         except BudgetExhausted:
             return None
         if not done.invalid:
-            request = {"last_message": messages[-1]["content"], "n_messages": len(messages), **self.client.sampling()}
+            request = {
+                "endpoint": self.endpoint.identity, "last_message": messages[-1]["content"],
+                "n_messages": len(messages), **self.client.sampling(),
+            }  # fmt: skip
             self.cache.put(key, self.endpoint.model, done.content, done.prompt_tokens, done.completion_tokens, request)
         self.budget.tokens += done.prompt_tokens + done.completion_tokens
         self.counters.prompt_tokens += done.prompt_tokens
@@ -205,6 +209,11 @@ class _LLMRun:
                 self.counters.rejections[reason_category(reply.invalid)] += 1
                 continue
             model = self.endpoint.model
+            if len(reply.content) > MAX_REPLY_CHARS:  # never parsed nor validated: 200 KB took seconds each
+                reasons = (f"reply too long ({len(reply.content):,} characters, more than {MAX_REPLY_CHARS:,})",)
+                self.counters.rejections[reason_category(reasons[0])] += 1
+                messages = with_retry(messages, reply.content[:200], reasons)
+                continue
             try:
                 question, answer = parse_reply(reply.content)
                 verdict = check_paraphrase(record, question, answer, item)

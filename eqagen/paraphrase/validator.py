@@ -32,10 +32,10 @@ from eqagen.paraphrase.text_checks import added_text, kinds_in
 SIDES = ("question", "answer")
 KINDS = (
     "type", "number", "coordinate", "color", "material", "utility", "value", "state", "temporal", "relation",
-    "direction", "ordinal", "polarity", "hedge",
+    "direction", "ordinal", "polarity", "hedge", "viewpoint",
 )  # fmt: skip
 PHRASE_KINDS = ("utility", "value")  # open phrases, matched by their content words
-WORD_KINDS = ("color", "material", "state", "temporal", "direction", "polarity", "hedge")
+WORD_KINDS = ("color", "material", "state", "temporal", "direction", "polarity", "hedge", "viewpoint")
 # Containment may be rephrased without its preposition ("the chairs in the kitchen" -> "the chairs the
 # kitchen has"): kept while its object is named and bound to no other relation. Directions may not.
 CONTAINMENT = frozenset({"on", "inside"})
@@ -108,10 +108,10 @@ class Reading:
     @cached_property
     def spans(self) -> dict[str, list[lx.Span]]:
         """The spans of the words of each vocabulary of :data:`WORD_KINDS` but polarity (states as this side
-        reads them), and of the quantity hedges."""
-        vocabularies = [k for k in WORD_KINDS if k not in ("polarity", "hedge")]
+        reads them), of the quantity hedges and of the viewpoint phrases."""
+        vocabularies = [k for k in WORD_KINDS if k not in ("polarity", "hedge", "viewpoint")]
         spans = {k: lx.scan_spans("bare_state" if k == "state" and self._bare else k, self.norm) for k in vocabularies}
-        return spans | {"hedge": list(lx.hedge_spans(self.norm))}
+        return spans | {"hedge": list(lx.hedge_spans(self.norm)), "viewpoint": list(lx.viewpoint_spans(self.norm))}
 
     @cached_property
     def words(self) -> dict[str, list]:

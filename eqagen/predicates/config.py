@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eqagen.core.limits import MAX_ATTEMPTS, MAX_QUESTIONS_PER_EPISODE
+
 QUERY_MIX = {"listObjects": 0.2, "count": 0.2, "getState": 0.2, "getProperty": 0.2, "getLocation": 0.2}
 # Property and state values are shared by most homes; which objects stand left of which, and which events
 # happened, are particular to an episode: weighting the shared families higher (and fewer filters) makes
@@ -19,13 +21,18 @@ class QuestionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Upper bounds: these multiply into the work of every episode (records x attempts).
     questions_per_episode: int = Field(
-        48, ge=1, description="question records (candidates for balancing) per episode, ungrounded + grounded"
+        48, ge=1, le=MAX_QUESTIONS_PER_EPISODE,
+        description="question records (candidates for balancing) per episode, ungrounded + grounded",
+    )  # fmt: skip
+    attempts_per_question: int = Field(
+        20, ge=1, le=MAX_ATTEMPTS, description="candidate programs tried per wanted question"
     )
-    attempts_per_question: int = Field(20, ge=1, description="candidate programs tried per wanted question")
     max_stalled_attempts: int = Field(
-        80, ge=1, description="give up on an episode after this many attempts in a row without an acceptance"
-    )
+        80, ge=1, le=MAX_ATTEMPTS,
+        description="give up on an episode after this many attempts in a row without an acceptance",
+    )  # fmt: skip
     query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
     family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
     n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))

@@ -124,7 +124,7 @@ async def _mark(run: JudgeRun, client: Any, cache: ResponseCache, messages: list
                 qid: str) -> None:  # fmt: skip
     from eqagen.paraphrase.client import RequestFailed
 
-    key = request_key(run.model, messages, client.sampling(), version)
+    key = request_key(client.endpoint.identity, run.model, messages, client.sampling(), version)
     hit = cache.get(key)
     if hit is not None:
         run.cache_hits += 1

@@ -116,7 +116,7 @@ def test_damaged_shard_is_refused(dataset, tmp_path):
 
 
 def test_output_directory_rules(dataset, tmp_path):
-    with pytest.raises(DataFileError, match="input directory"):
+    with pytest.raises(DataFileError, match="inside the dataset folder"):
         resplit(dataset, dataset, SplitConfig(), seed=0)
     busy = tmp_path / "busy"
     busy.mkdir()
@@ -124,8 +124,9 @@ def test_output_directory_rules(dataset, tmp_path):
     with pytest.raises(DataFileError, match="did not write"):
         resplit(dataset, busy, SplitConfig(), seed=0)
     assert sorted(p.name for p in busy.iterdir()) == ["x"], "a refused folder is left as it was"
+    (tmp_path / "empty").mkdir()
     with pytest.raises(DataFileError, match="manifest"):
-        resplit(tmp_path, tmp_path / "o", SplitConfig(), seed=0)
+        resplit(tmp_path / "empty", tmp_path / "o", SplitConfig(), seed=0)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

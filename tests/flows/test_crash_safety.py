@@ -212,6 +212,24 @@ def test_full_disk_gives_a_clear_message_and_no_partial_shard(reference: Path, t
         assert shard_digests(out) == shard_digests(reference)
 
 
+@pytest.mark.slow
+def test_a_full_disk_under_prefect_is_exit_2_and_its_staging_is_cleaned_by_the_rerun(tmp_path: Path) -> None:
+    """Regression: with the default runner a full disk was `internal error: PrefectHTTPStatusError ... this is
+    a bug` (exit 1; Prefect's server failed to write its database, its client reported a 500) and partial
+    files stayed in .eqagen/staging."""
+    with tmpfs(tmp_path / "disk", 2560) as disk:
+        out = disk / "out"
+        proc = run(out, runner="processes")
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "No space left on device" in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(f"eqagen: error: cannot write {out}: No space left on device; fix: free")
+        subprocess.run(["mount", "-o", "remount,size=200m", str(disk)], check=True)
+        staging = out / ".eqagen" / "staging"
+        rerun = run(out, runner="processes")
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert not staging.exists() and shard_paths(out)
+
+
 def test_read_only_output_gives_a_clear_message(tmp_path: Path) -> None:
     with tmpfs(tmp_path / "ro", 512, readonly=True) as ro:
         proc = run(ro / "out")

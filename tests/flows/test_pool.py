@@ -77,7 +77,7 @@ STEPS = (  # a run's steps in order, by their units: each needs every unit of th
     {"run_batch"},
     {"ask_batch"},
     {"paraphrase_piece", "write_question_shard"},
-    {"text_model_answers", "draw_plot"},
+    {"text_model_answers", "draw_plot", "example_picture"},
 )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from eqagen.core import DataFileError
 from eqagen.flows import server
 from tests.processes import alive
 
@@ -84,6 +85,35 @@ def test_prefect_settings_point_under_the_chosen_home(tmp_path) -> None:
         assert home in env[key], key
     assert env["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] == "false"
     assert str(Path.home()) not in home or str(tmp_path) in home
+
+
+@pytest.mark.parametrize("name", ["usr.db?mode=x", "q?x=1", "a%20b", "50%", "sp ace#frag", "x;y&z=1"])
+def test_the_database_url_opens_exactly_the_file_at_its_path(tmp_path, name) -> None:
+    """Regression: the path went into the URL unescaped. `--out '/data/usr.db?mode=x'` put Prefect's tables in
+    the user's `usr.db` beside it; `--out '.../q?x=1'` created `q`, `q-shm` and `q-wal` there; `%20` failed."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    victim = tmp_path / "usr.db"
+    sqlite3.connect(victim).close()
+    before = victim.read_bytes()
+    db = tmp_path / name / ".eqagen" / "prefect" / "prefect.db"
+    db.parent.mkdir(parents=True)
+    url = make_url(server.database_url(db))
+    assert url.database == str(db) and not url.query
+    engine = create_engine(url.set(drivername="sqlite"))  # the same URL, read by the synchronous driver
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE flow_run (id INTEGER)"))
+    engine.dispose()
+    assert db.is_file() and victim.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"usr.db", name.split("/")[0]})
+
+
+def test_a_database_path_too_long_for_sqlite_is_refused_naming_the_bound(tmp_path) -> None:
+    """Regression: an --out of about 625 characters exited 1, "Prefect's API server could not be restarted"."""
+    db = tmp_path / ("d" * 200) / ("e" * 200) / ("f" * 200) / "prefect.db"
+    with pytest.raises(DataFileError, match=r"SQLite opens at most 504 \(SQLITE_MAX_PATHNAME 512"):
+        server.database_url(db)
 
 
 def test_template_database_is_a_consistent_copy(tmp_path, monkeypatch) -> None:
@@ -168,3 +198,36 @@ def test_a_full_disk_during_the_database_copy_leaves_no_database_and_no_error(tm
     db.parent.mkdir()
     server.seed_database(db)  # a speed-up only: the server migrates a new database itself
     assert sorted(db.parent.iterdir()) == [], "neither a partial database nor a temporary file"
+
+
+# A run's process that launches a stand-in server (a sleeping child: no Prefect needed) and ignores SIGINT.
+CTRL_C_PARENT = textwrap.dedent(
+    """
+    import signal, sys, time
+    from pathlib import Path
+    from eqagen.flows import server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server.seed_database = lambda db: None
+    server.LocalPrefectServer._command = lambda self: [sys.executable, "-c", "import time; time.sleep(60)"]
+    s = server.LocalPrefectServer(Path(sys.argv[1]), port=9)
+    s.launch()
+    print(s.process.pid, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_terminal_ctrl_c_does_not_reach_the_server(tmp_path) -> None:
+    """Regression: Ctrl-C (SIGINT to the terminal's foreground process group) reached Prefect's server too,
+    which exited with code 0 and was restarted by the watchdog ("restarting it") in 2 of 4 trials."""
+    parent = subprocess.Popen([sys.executable, "-c", CTRL_C_PARENT, str(tmp_path / "home")],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        child = int(parent.stdout.readline())
+        os.killpg(parent.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        time.sleep(1.0)
+        assert alive(child), "the server got the terminal's SIGINT"
+        assert os.getsid(child) != os.getsid(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait()

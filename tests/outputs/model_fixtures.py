@@ -3,6 +3,7 @@ written through the dataset writer, for the model-input exports' tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -49,8 +50,10 @@ def with_choices(records: list[QARecord]) -> list[QARecord]:
     return [replace(r, choices=sorted(contents[r.balance_key]), split=first_split[r.balance_key]) for r in records]
 
 
-def write_family_dataset(out: Path) -> Path:
-    episodes, records = episodes_and_records()
+def write_family_dataset(out: Path, records: Sequence[QARecord] | None = None) -> Path:
+    """The episodes with their questions (``records``: others of the same episodes in their place)."""
+    episodes, own = episodes_and_records()
+    records = own if records is None else records
     n, seed, params = FAMILY_PLANS["blockworld"]
     # the config a Minecraft replay bundle rebuilds its worlds from (the blockworld episodes' plan)
     config = {"generation": {"family": "blockworld", "backend": "embedded", "n_episodes": n, "params": params}}

@@ -15,6 +15,7 @@ import pytest
 
 from eqagen.cli import main
 from eqagen.flows.pipeline import generate_inline
+from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.manifest import read_manifest
 from tests.conftest import REPO_ROOT
 from tests.outputs.test_folder import edit_manifest, plant, small_config
@@ -122,3 +123,68 @@ def test_rerunning_the_same_command_redoes_it_and_another_is_refused(demo, tmp_p
     assert main([*command("resplit", demo, out), "--seed", "4"]) == 2  # another seed
     assert "another config or command" in capsys.readouterr().err and digests(out) == first
     assert main([*command("resplit", demo, out), "--seed", "4", "--overwrite"]) == 0 and digests(out) != first
+
+
+INSIDE = {  # a command writing into its input folder, and where
+    "resplit --out IN/questions/new": ["resplit", "{IN}", "--out", "{IN}/questions/new", "--seed", "3"],
+    "paraphrase --out IN/episodes/p": ["paraphrase", "{IN}", "--out", "{IN}/episodes/p", "--offline"],
+    "export --out IN/questions/x.jsonl": ["export", "{IN}", "--format", "jsonl", "--out", "{IN}/questions/x.jsonl"],
+    "audit --json IN/questions/s.json": ["audit", "{IN}", "--json", "{IN}/questions/s.json"],
+    "audit --report IN/r.html": ["audit", "{IN}", "--report", "{IN}/r.html"],
+    "resplit --out IN": ["resplit", "{IN}", "--out", "{IN}", "--seed", "3"],
+    "score --json IN/s.json": ["score", "{IN}", "p.jsonl", "--json", "{IN}/s.json"],
+    "score --report IN/questions/r.html": ["score", "{IN}", "p.jsonl", "--report", "{IN}/questions/r.html"],
+    "show --out IN/episodes/q.png": ["show", "{IN}", "q", "--out", "{IN}/episodes/q.png"],
+    "baseline --out IN/questions/p.jsonl": [
+        "baseline",
+        "blind",
+        "{IN}",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--out",
+        "{IN}/questions/p.jsonl",
+    ],
+}
+
+
+@pytest.mark.parametrize("case", INSIDE)
+def test_an_output_inside_the_input_folder_is_refused_and_the_input_left_whole(copy, capsys, case) -> None:
+    """Regression: each of these exited 0, and afterwards `audit IN`, `read_questions` and
+    `pd.read_parquet('IN/questions')` failed on the file or folder written inside IN."""
+    before, paths = digests(copy), sorted(copy.rglob("*"))
+    args = [a.replace("{IN}", str(copy)) for a in INSIDE[case]]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lies inside the dataset folder" in err[0] and "fix: choose a" in err[0], err
+    assert digests(copy) == before and sorted(copy.rglob("*")) == paths
+    open_dataset(copy)  # every integrity check of the readers still passes
+
+
+def test_a_summary_json_inside_the_output_folder_is_refused_before_the_run(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    args = ["generate", "demo", "--out", str(out), "--summary-json", str(out / "questions" / "s.json")]
+    assert main([*args, "--runner", "inline"]) == 2
+    assert "--summary-json lies inside the dataset folder" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("link", [".eqagen", ".eqagen/staging"])
+@pytest.mark.parametrize("name", ["resplit", "paraphrase"])
+def test_a_linked_state_folder_is_refused_and_its_target_left_alone(demo, tmp_path, capsys, link, name) -> None:
+    """Regression: with OUT/.eqagen a link, a command deleted files in its target (exit 0); `--fresh --clean`
+    emptied the target's batches/ and prefect/."""
+    victim = tmp_path / "victim"
+    for rel in ("staging/manifest.json", "batches/b/DONE", "prefect/prefect.db", "notes.txt"):
+        (victim / rel).parent.mkdir(parents=True, exist_ok=True)
+        (victim / rel).write_text("the user's")
+    out = tmp_path / "out"
+    (out / link).parent.mkdir(parents=True, exist_ok=True)
+    (out / link).symlink_to(victim / "staging" if link.endswith("staging") else victim)
+    assert main(command(name, demo, out)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{out / link}: is a link" in err[0], err
+    kept = {p.relative_to(victim).as_posix(): p.read_text() for p in victim.rglob("*") if p.is_file()}
+    assert kept == dict.fromkeys(["staging/manifest.json", "batches/b/DONE", "prefect/prefect.db", "notes.txt"],
+                                 "the user's")  # fmt: skip

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import string
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -135,14 +137,45 @@ def test_parse_choice(response, letter):
     assert parse_choice(response, 3) == letter
 
 
-def test_choice_result_scores_the_letter_only():
-    assert choice_result("A", "A", 2) == {"accuracy": 1.0}
-    assert choice_result("C", "A", 2) == {"accuracy": 0.0}  # C is no option of two
+def test_choice_result_is_eqagen_scores_accuracy_of_the_choice_the_letter_names():
+    choices = ["open", "closed"]  # A, B
+    assert choice_result("B", choices, "closed") == {"accuracy": 1.0}
+    assert choice_result("The answer is A.", choices, "closed") == {"accuracy": 0.0}
+    assert choice_result("C", choices, "closed") == {"accuracy": 0.0}  # C is no option of two
+    assert choice_result("no idea", choices, "closed") == {"accuracy": 0.0}
+
+
+RUN_UTILS = """import json, string, sys
+from utils import process_results
+out = []
+for line in open(sys.argv[1]):
+    doc = json.loads(line)
+    letters = string.ascii_uppercase[: len(doc["options"])]
+    out.append([process_results(doc, [f"The answer is {c}."])["accuracy"] for c in letters])
+print(json.dumps(out))
+"""
+
+
+def test_lmms_eval_utils_runs_from_its_folder_with_the_installed_package(dataset, tmp_path):
+    """The exported utils.py, imported by a fresh interpreter from the task's folder as lmms-eval imports it
+    (eqagen from the installed package), scores 1 for exactly the letter whose option is the question's
+    answer content (recomputed from the records) and 0 for every other."""
+    export(dataset, "lmms-eval", tmp_path / "task", split="test", max_observations=1)
+    data = tmp_path / "task" / "eqagen_test.jsonl"
+    proc = subprocess.run([sys.executable, "-c", RUN_UTILS, str(data)], cwd=tmp_path / "task", capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    docs, by_id = [json.loads(x) for x in data.read_text().splitlines()], records_by_id()
+    for doc, marks in zip(docs, json.loads(proc.stdout), strict=True):
+        record = by_id[doc["question_id"]]
+        assert set(doc["choices"]) <= set(record.choices) and doc["answer_key"] == record.answer_key
+        assert marks == [float(c == record.answer_key) for c in doc["choices"]] and sum(marks) == 1
+        assert doc["answer"] == string.ascii_uppercase[marks.index(1.0)]
 
 
 def test_a_split_without_questions_is_refused(dataset, tmp_path):
     with pytest.raises(ConfigError, match="--split"):
-        export(dataset, "vlmevalkit", tmp_path / "x.tsv", split="validation")
+        export(dataset, "vlmevalkit", tmp_path / "x.tsv", split="dev")  # a split the dataset has no questions in
 
 
 def test_openeqa_names_its_split_by_default_test(dataset, tmp_path):
@@ -158,10 +191,11 @@ def test_more_choices_than_letters_keep_the_answer_and_draw_the_rest():
     contents = [f"value {i:02d}" for i in range(30)]
     record = replace(record, choices=contents, answer_key=contents[17])
     sentences = {(record.balance_key, c): f"It was {c}." for c in contents}
-    options, letter = options_of(record, sentences, seed=0)
+    options, choices, letter = options_of(record, sentences, seed=0)
     assert (
         len(options) == 26
         and len(set(options)) == 26
         and options[string.ascii_uppercase.index(letter)] == ("It was value 17.")
+        and options == [f"It was {c}." for c in choices]
     )
-    assert (options, letter) == options_of(record, sentences, seed=0) != options_of(record, sentences, seed=1)
+    assert (options, choices, letter) == options_of(record, sentences, seed=0) != options_of(record, sentences, seed=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
 import shutil
@@ -72,9 +74,31 @@ def test_jsonl_export_of_one_split(dataset, tmp_path):
     assert [r["question_id"] for r in rows] == expected
 
 
+def assert_each_example_beside_its_picture(page: str, stats: dict, dataset) -> None:
+    """Each example question of ``stats`` has a picture in its row, and that picture is the drawing of
+    ``eqagen show`` of that question (``question_png`` of the question and episode read back)."""
+    from eqagen.outputs.picture import REPORT_DPI, example_ids, question_png
+    from eqagen.outputs.readers import episode_from_row
+    from eqagen.paraphrase.tables import records_from_table
+
+    examples = [{"question_id": q, "episode_id": e} for q, e in example_ids(stats)]  # the first of each type
+    assert len(examples) == len(stats["dataset"]["questions"]["examples"])
+    rows = re.findall(r"<tr><td>(.*?)</td>.*?<img alt=\"question (\w+) in episode ([\w-]+), seen from above\" "
+                      r"src=\"data:image/png;base64,([^\"]+)\">", page)  # fmt: skip
+    assert examples and [(q, e) for _, q, e, _ in rows] == [(r["question_id"], r["episode_id"]) for r in examples]
+    folder = load_dataset_folder(dataset)  # the fixture's tables, not this version's schema: no read_questions
+    questions = folder.read("questions")  # by the rows' ids (the fixture's, not those a record derives)
+    records = dict(zip(questions["question_id"].to_pylist(), records_from_table(questions)))
+    episodes = {row["episode_id"]: episode_from_row(row) for row in folder.read("episodes").to_pylist()}
+    for question, qid, eid, png in rows:
+        record = records[qid]
+        assert question == html.escape(record.question, quote=True)
+        assert base64.b64decode(png) == question_png(record, episodes[eid], REPORT_DPI), qid
+
+
 def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset, tmp_path) -> None:
-    """A run draws the report's plots on its workers, one unit each, beside the blind models' fits; the page
-    must not depend on where, or in which order, its plots were drawn."""
+    """A run draws the report's plots and its example questions' pictures on its workers, one unit each,
+    beside the blind models' fits; the page must not depend on where, or in which order, they were drawn."""
     from eqagen.flows.pool import ForkedPool
     from eqagen.outputs.audit_files import write_audit_files
     from eqagen.outputs.shards import ShardInfo
@@ -93,7 +117,19 @@ def test_the_report_drawn_on_forked_workers_equals_the_report_drawn_here(dataset
             if pool:
                 pool.close(cancel=False)
         pages.append((out / "report.html").read_text())
-    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9
+    stats = json.loads((tmp_path / "here" / "stats.json").read_text())
+    n_pictured = len(stats["dataset"]["questions"]["examples"])  # the first example of each query type
+    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") == 9 + n_pictured
+    assert_each_example_beside_its_picture(pages[0], stats, dataset)
+
+
+def test_audit_report_shows_each_example_beside_its_picture(dataset, tmp_path) -> None:
+    """``eqagen audit DIR --report`` draws the same pictures from the written folder."""
+    from eqagen.cli import main
+
+    page = tmp_path / "audit.html"
+    main(["audit", str(dataset), "--report", str(page)])  # exit 1: the small fixture misses method criteria
+    assert_each_example_beside_its_picture(page.read_text(), json.loads((dataset / "stats.json").read_text()), dataset)
 
 
 def test_every_rejection_reason_a_stage_defines_has_a_meaning_in_the_report():

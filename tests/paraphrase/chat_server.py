@@ -8,7 +8,8 @@ script: ``good`` (keeps every fact), ``fenced`` (good JSON inside prose and a co
 ``retry_after``), ``500``, ``503`` (with Retry-After), ``slow`` (a good reply after ``slow_s``, longer
 than the client's timeout), ``nousage`` (good, no usage field), ``close`` (the connection closed in the
 middle of the body), ``invalid_json`` (a 200 whose body is not JSON), ``no_choices`` and
-``no_message`` (a 200 chat completion with fields missing), or the name of a planted fault of
+``no_message`` (a 200 chat completion with fields missing), ``huge`` (a 200 KB reply), the echoes of
+the request's Authorization header of :data:`ECHOES`, or the name of a planted fault of
 :mod:`tests.paraphrase.faults` (``flip relations``, ``more than N``, ``injected instruction``, ...),
 whose rewrite is the reply. The behaviours listed for an item (keyed by its template question, or by
 (question, answer)) are used one per request, in order; then ``default``.
@@ -38,6 +39,11 @@ RAW_BODIES = {
     "no_message": json.dumps({"id": "chatcmpl-local", "object": "chat.completion", "choices": [{"index": 0}]}).encode(),
 }
 CLOSE_MID_REPLY = "close"
+HUGE = "huge"  # a 200 KB reply: a good rewrite padded with 20,000 words
+# Behaviours that echo the request's Authorization header back, as a careless proxy or server does: in
+# every field of a chat completion (its reply, id, model, fingerprint, finish reason), as an HTML proxy
+# error page with status 200 or 502, and in a JSON error's message.
+ECHOES = ("echo in the reply", "echo as a 200 page", "echo as a 502 page", "echo in an error")
 
 _NUMBER_WORD = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 _SWAPS = {
@@ -152,9 +158,9 @@ class ScriptedChatServer:
             queue = self.script.get((question, answer)) or self.script.get(question)
             return queue.pop(0) if queue else self.default
 
-    def reply(self, body: dict) -> tuple[int, dict | bytes | None, dict[str, str]]:
+    def reply(self, body: dict, auth: str = "") -> tuple[int, dict | bytes | None, dict[str, str]]:
         """(status, payload, headers): a JSON payload, raw bytes, or None to close the connection
-        in the middle of the body."""
+        in the middle of the body. ``auth``: the request's Authorization header (echoed by :data:`ECHOES`)."""
         messages = body.get("messages", [])
         if not messages:
             return 400, _error("'messages' is required", "invalid_request_error"), {}
@@ -179,6 +185,8 @@ class ScriptedChatServer:
             return 200, RAW_BODIES[behavior], {}
         if behavior == CLOSE_MID_REPLY:
             return 200, None, {}
+        if behavior in ECHOES:
+            return _echo(behavior, body, messages, question, answer, auth)
         time.sleep(self.slow_s if behavior == "slow" else self.delay_s)
         content, q, a = self._content(behavior, question, answer)
         with self.lock:
@@ -198,6 +206,8 @@ class ScriptedChatServer:
         else:
             q, a = good_rewrite(question, answer)
         text = json.dumps({"question": q, "answer": a})
+        if behavior == HUGE:
+            return json.dumps({"question": q, "answer": a + " and so on" * 20_000}), q, a
         if behavior == "malformed":
             return text[: len(text) // 2], q, a
         if behavior == "fenced":
@@ -211,6 +221,25 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a client that went away (killed, timed out) is expected here, not an error to print
+
+
+def _echo(
+    behavior: str, body: dict, messages: list[dict], question: str, answer: str, auth: str
+) -> tuple[int, dict | bytes, dict[str, str]]:
+    """The request's Authorization header (``auth``) in the reply, as :data:`ECHOES` lists."""
+    page = f"<html><body><h1>Bad gateway</h1><pre>Authorization: {auth}\nHost: upstream</pre></body></html>"
+    if behavior == "echo as a 200 page":
+        return 200, page.encode(), {}
+    if behavior == "echo as a 502 page":
+        return 502, page.encode(), {}
+    if behavior == "echo in an error":
+        return 409, _error(f"conflict for request with Authorization: {auth}", "conflict"), {}
+    q, a = good_rewrite(question, answer)
+    content = json.dumps({"question": f"{q} (sent with Authorization: {auth})", "answer": f"{a} {auth}"})
+    reply = _completion(body, messages, content, usage=True)
+    reply |= {"id": f"chatcmpl-{auth}", "model": auth, "system_fingerprint": auth}
+    reply["choices"][0]["finish_reason"] = auth
+    return 200, reply, {}
 
 
 def _error(message: str, code: str) -> dict:
@@ -289,7 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
             if path not in ("/v1/chat/completions", "/chat/completions"):
                 status, payload, headers = 404, _error(f"no route {self.path}", "not_found"), {}
             else:
-                status, payload, headers = owner.reply(body)
+                status, payload, headers = owner.reply(body, self.headers.get("Authorization", ""))
             self._write(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout): nothing to answer

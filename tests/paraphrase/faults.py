@@ -125,7 +125,28 @@ def add_link(question: str, answer: str) -> tuple[str, str]:
     return question, f"{answer} More at https://example.com/answers"
 
 
+# The agent's viewpoint phrases of the templates, and rewrites that change whose viewpoint it is.
+_AGENT_VIEWPOINT = re.compile(r" ?\(as seen from where you stood\)| ?from your point of view")
+
+
+def _viewpoint(replacement: str) -> Rewrite:
+    def rewrite(question: str, answer: str) -> tuple[str, str]:
+        return _AGENT_VIEWPOINT.sub(replacement, question), _AGENT_VIEWPOINT.sub(replacement, answer)
+
+    return rewrite
+
+
+opposite_viewpoint = _viewpoint(" (as seen from the opposite side)")  # left and right reversed
+object_viewpoint = _viewpoint(" from the object's own point of view")
+behind_viewpoint = _viewpoint(" as seen from behind the object")
+drop_viewpoint = _viewpoint("")
+
+
 PLANTED: dict[str, Rewrite] = {
+    "viewpoint from the opposite side": opposite_viewpoint,
+    "viewpoint of the object": object_viewpoint,
+    "viewpoint from behind the object": behind_viewpoint,
+    "drop the viewpoint": drop_viewpoint,
     "flip relations": flip_relations,
     "flip relations in the answer": flip_relations_in_answer,
     "more than N": more_than,

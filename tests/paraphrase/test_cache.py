@@ -9,13 +9,30 @@ MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}
 SAMPLING = {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256, "response_format": "auto", "seed": 0}
 
 
-def test_key_changes_with_model_messages_sampling_and_template_version():
-    base = request_key("m", MESSAGES, SAMPLING, "1:abc")
-    assert base == request_key("m", [dict(m) for m in MESSAGES], dict(SAMPLING), "1:abc")
-    assert base != request_key("other", MESSAGES, SAMPLING, "1:abc")
-    assert base != request_key("m", [*MESSAGES, {"role": "user", "content": "x"}], SAMPLING, "1:abc")
-    assert base != request_key("m", MESSAGES, {**SAMPLING, "temperature": 0.2}, "1:abc")
-    assert base != request_key("m", MESSAGES, SAMPLING, "2:abc")
+E = "http://127.0.0.1:8000/v1"
+
+
+def test_key_changes_with_endpoint_model_messages_sampling_and_template_version():
+    base = request_key(E, "m", MESSAGES, SAMPLING, "1:abc")
+    assert base == request_key(E, "m", [dict(m) for m in MESSAGES], dict(SAMPLING), "1:abc")
+    assert base != request_key("http://127.0.0.1:8001/v1", "m", MESSAGES, SAMPLING, "1:abc")
+    assert base != request_key(E, "other", MESSAGES, SAMPLING, "1:abc")
+    assert base != request_key(E, "m", [*MESSAGES, {"role": "user", "content": "x"}], SAMPLING, "1:abc")
+    assert base != request_key(E, "m", MESSAGES, {**SAMPLING, "temperature": 0.2}, "1:abc")
+    assert base != request_key(E, "m", MESSAGES, SAMPLING, "2:abc")
+
+
+def test_the_endpoint_identity_names_scheme_host_port_and_path_and_never_credentials():
+    from eqagen.paraphrase.config import Endpoint
+
+    def identity(url: str) -> str:
+        return Endpoint("m", url, "sk-key").identity
+
+    assert identity("http://user:pw@LOCALHOST/v1/") == "http://localhost:80/v1"
+    assert identity("https://gw.example.com/openai") == "https://gw.example.com:443/openai"
+    assert identity("http://127.0.0.1:8000/v1") != identity("http://127.0.0.1:8001/v1")
+    assert identity("http://127.0.0.1:8000/v1") != identity("http://127.0.0.1:8000/v2")
+    assert identity("http://user:pw@h:1/v1") == identity("http://other:secret@h:1/v1")
 
 
 def test_a_put_is_committed_at_once_and_seen_by_another_connection(tmp_path):
@@ -40,3 +57,11 @@ def test_a_corrupt_cache_file_names_the_file_and_the_fix(tmp_path):
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(DataFileError, match="cache_path"):
         ResponseCache(path)
+
+
+def test_a_cache_that_cannot_be_created_names_the_cache_and_the_fix(tmp_path):
+    """Regression: with HOME unwritable, `paraphrase` said "choose another --out"; the fix is --cache."""
+    blocked = tmp_path / "home"
+    blocked.write_text("a file where the cache's folder would be")
+    with pytest.raises(DataFileError, match=r"cannot create the response cache: .*fix: pass --cache FILE"):
+        ResponseCache(blocked / ".cache" / "eqagen" / "paraphrase.sqlite")

@@ -8,7 +8,7 @@ from eqagen.core.errors import ConfigError
 from eqagen.paraphrase.config import ParaphraseConfig
 from eqagen.paraphrase.runner import BUDGET_REASON, paraphrase_records
 from eqagen.paraphrase.validator import check_paraphrase
-from tests.paraphrase.chat_server import ScriptedChatServer
+from tests.paraphrase.chat_server import HUGE, ScriptedChatServer
 from tests.paraphrase.fixtures import generated_records, sample_records
 
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "api_key": "test-key", "model": "local-model"}
@@ -156,3 +156,22 @@ def test_empty_and_single_item_runs_finish(tmp_path):
     assert empty.paraphrases == [] and empty.stats["items"] == 0 and empty.stats["requests_sent"] == 0
     assert one.stats["validated"] == 1 and one.stats["requests_sent"] == 1
     assert paraphrase_records([], ParaphraseConfig(model="offline"), seed=0).stats["items"] == 0
+
+
+def test_huge_replies_are_rejected_unread_and_long_waits_are_said(tmp_path, capsys):
+    """Regression: 200 KB replies took 146 s for the demo instead of 7 s (each was parsed and validated); a
+    429 storm with Retry-After 30 took six minutes with nothing printed."""
+    import time
+
+    records = sample_records()[:4]
+    script = {records[0].question: ["huge", "good"], records[1].question: ["429", "good"]}
+    with ScriptedChatServer(script, default=HUGE, retry_after="5") as server:
+        url, start = server.base_url, time.monotonic()
+        result = paraphrase_records(records, config(server, tmp_path, max_attempts=2, backoff_max_s=10), seed=0)
+        elapsed = time.monotonic() - start
+    reasons = [p.reason for p in result.paraphrases]
+    assert result.paraphrases[0].validated and result.paraphrases[1].validated
+    assert all(r.startswith("reply too long (200,") and "more than 16,384" in r for r in reasons[2:]), reasons
+    assert elapsed < 15
+    err = capsys.readouterr().err
+    assert f"paraphrase endpoint {url} answered 429; waiting 5 s before retry 1 of" in err

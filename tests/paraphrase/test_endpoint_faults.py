@@ -10,6 +10,7 @@ completed request, and the API key in no output file or cache.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -27,7 +28,7 @@ from eqagen.flows.pipeline import generate_inline
 from eqagen.outputs.readers import read_questions
 from eqagen.paraphrase.validator import check_paraphrase
 from tests.paraphrase import faults
-from tests.paraphrase.chat_server import ScriptedChatServer
+from tests.paraphrase.chat_server import ECHOES, ScriptedChatServer
 
 KEY = "sk-PLANTED-key-7f3a9c1e5b"
 URL_PASSWORD = "PLANTED-pass-4d2e"
@@ -191,6 +192,50 @@ def test_a_planted_api_key_and_url_credentials_are_in_no_output_file_cache_or_me
         assert secret not in printed.out + printed.err
     manifest_url = (tmp_path / "out" / "manifest.json").read_text()
     assert "http://***@127.0.0.1" in manifest_url and "api-key=***" in manifest_url
+
+
+def test_a_key_echoed_in_every_field_of_a_reply_is_in_no_output_file_cache_or_message(
+    dataset, tmp_path, monkeypatch, capsys
+):
+    """Regression: an endpoint that echoed the request's Authorization header (in its reply, or as an HTML
+    proxy error page) put `Bearer sk-...` into `paraphrase.reason` of every question shard and the cache."""
+    monkeypatch.setenv("PLANTED_KEY", KEY)
+    rows = read_questions(dataset)
+    script = {r.question: [ECHOES[i % len(ECHOES)]] * 3 for i, r in enumerate(rows[:40])}
+    with ScriptedChatServer(script) as server:
+        code = paraphrase(dataset, tmp_path / "out", server.base_url, tmp_path / "cache.sqlite",
+                          "--api-key-env", "PLANTED_KEY", "--set", "max_failure_share=1")  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert all(server.behaviors[echo] > 0 for echo in ECHOES), server.behaviors
+    reasons = [r.paraphrase.reason for r in read_questions(tmp_path / "out")]
+    assert sum("***" in reason for reason in reasons) >= 10  # the echoes reached the reasons
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("cache.sqlite") for p in files) and any(p.name == "stats.json" for p in files)
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in printed.out + printed.err
+
+
+def test_a_cached_reply_is_credited_only_to_the_endpoint_that_produced_it(dataset, tmp_path, monkeypatch, capsys):
+    """Regression: the cache key left out the endpoint. A cache filled from a good server, then pointed at a
+    server answering 500 to everything: exit 0, every row validated as the model, the 500-server asked
+    nothing, and its URL in the manifest. And an endpoint from OPENAI_BASE_URL was recorded as null."""
+    cache = tmp_path / "cache.sqlite"
+    with ScriptedChatServer() as good:
+        assert paraphrase(dataset, tmp_path / "a", good.base_url, cache) == 0
+        good_url, port = good.base_url, int(good.base_url.split(":")[2].split("/")[0])
+    with ScriptedChatServer(default="500") as failing:
+        code = paraphrase(dataset, tmp_path / "b", failing.base_url, cache)
+    assert code == 1 and failing.requests > 0
+    assert "paraphrase stopped" in capsys.readouterr().err
+    monkeypatch.setenv("OPENAI_BASE_URL", good_url)  # the first endpoint again, named by the environment
+    with ScriptedChatServer(port=port) as again:
+        args = ["paraphrase", str(dataset), "--out", str(tmp_path / "c"), "--model", "local-model"]
+        assert main([*args, "--cache", str(cache), *FAST]) == 0
+        assert again.requests == 0  # every reply from the cache: the same endpoint produced them
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert manifest["config"]["paraphrase"]["base_url"] == good_url
 
 
 def test_a_dead_endpoint_stops_the_command_within_seconds_with_one_line(dataset, tmp_path):

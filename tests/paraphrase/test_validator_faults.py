@@ -1,7 +1,9 @@
 """The validator knows relations and quantities, and rejects added links, markup and instructions.
 
-Regressions: flipped relations, "more than N", "several" for N, dropped list items and appended
-instructions or markup used to pass (2,178 of 2,180 flipped relations accepted; 520 of 520 injections).
+Regressions: a changed, added or dropped viewpoint ("as seen from the opposite side" for "as seen from
+where you stood": 229 of 229 accepted), flipped relations, "more than N", "several" for N, dropped list
+items and appended instructions or markup used to pass (2,178 of 2,180 flipped relations accepted; 520
+of 520 injections).
 """
 
 import pytest
@@ -81,6 +83,14 @@ REJECTED = [
     (MUGS_LEFT, LEFT_Q.format("mugs", "to the right of", "bowl"), "Three.", "introduced relation 'right Bowl'"),
     (MUGS_LEFT, LEFT_Q.format("bowls", "to the left of", "mug"), "Three.", "dropped relation 'left Bowl'"),
     (MUGS_LEFT, LEFT_Q.format("mugs", "near", "bowl"), "Three.", "dropped relation 'left Bowl'"),
+    (MUGS_LEFT, LEFT_Q.format("mugs", "to the left of", "bowl").replace("where you stood", "the opposite side"),
+     "Three.", "introduced viewpoint 'other'"),
+    (MUGS_LEFT, LEFT_Q.format("mugs", "to the left of", "bowl").replace(" (as seen from where you stood)", ""),
+     "Three.", "dropped viewpoint 'agent'"),
+    (MUGS_LEFT, "How many mugs are to the left of the bowl (x=0.50, y=0.90, z=-1.00) from the bowl's point of view?",
+     "Three.", "introduced viewpoint 'other'"),
+    (IN_FRONT, "What color was the object in front of you, as seen from behind the vase?", "White.",
+     "introduced viewpoint 'other'"),
     (ABOVE_UNDER, "Which objects under the drawer above the faucet did you see?", ABOVE_UNDER.answer,
      "dropped relation 'above Drawer'"),
     (ABOVE_UNDER, "Which objects above the drawer over the faucet did you see?", ABOVE_UNDER.answer,
@@ -130,6 +140,10 @@ def test_changed_relations_quantities_and_added_text_are_rejected_with_a_named_r
 
 ACCEPTED = [
     (MUGS_LEFT, LEFT_Q.format("mugs", "on the left side of", "bowl"), "There were three."),
+    (MUGS_LEFT, "How many mugs are to the left of the bowl (x=0.50, y=0.90, z=-1.00) from your own perspective?",
+     "There were three."),
+    (MUGS_LEFT, "Seen from where you were standing, how many mugs are left of the bowl (x=0.50, y=0.90, z=-1.00)?",
+     "3."),
     (ABOVE_UNDER, "Which objects did you see over the drawer beneath the faucet?", ABOVE_UNDER.answer),
     (IN_FRONT, "What color was the thing ahead of you?", "It was white."),
     (RECORDS[BOWL_INSIDE], "What color is the bowl in the cupboard?", "It is green."),

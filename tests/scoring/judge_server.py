@@ -27,8 +27,8 @@ class JudgeServer(ScriptedChatServer):
         super().__init__(**kwargs)
         self.grade = grade
 
-    def reply(self, body: dict) -> tuple[int, dict | bytes | None, dict[str, str]]:
-        status, payload, headers = super().reply(body)
+    def reply(self, body: dict, auth: str = "") -> tuple[int, dict | bytes | None, dict[str, str]]:
+        status, payload, headers = super().reply(body, auth)
         if status == 200 and isinstance(payload, dict):
             payload["choices"][0]["message"]["content"] = self.grade(*judged_pair(body["messages"]))
         return status, payload, headers

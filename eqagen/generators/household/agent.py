@@ -9,6 +9,16 @@ into them and side-steps), it misplaces some objects by a few decimetres (so an 
 not visible or too far and it re-approaches), and it sometimes forgets to open a receptacle before
 putting into it (ALFRED's "receptacle is closed" failure). It stops at success, after the step
 limit, or after ``max_failures`` failed actions, as ALFRED's evaluation does.
+
+FILM's own failure modes (FILM paper, section 5.2) are mechanisms switched on by the config, off by
+default so the embedded household episodes stay as they were: a segmentation model that never picks
+out some instances and sees less the farther an object is (``blind_small``, ``blind_other``,
+``recall_falloff``: the search then explores until the step limit), an interaction mask that misses a
+small or far object and falls on what it stands on (``mask_error_deg``), and a search that does not
+open receptacles (``open_to_search=False``: an object shut in a cabinet or the fridge is never found). The
+agent keeps what it was doing when it stopped (``phase``, ``sought``), its failed moves and failed
+interactions apart (``collisions``, ``interaction_failures``), and how often its search came back to a
+cell it had already searched from (``search_revisits``): the trace from which the failure is classified.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from eqagen.generators.household.world import (
     HORIZON_MAX,
     HORIZON_MIN,
     HORIZON_STEP,
+    NAV_ACTIONS,
+    OBJECT_ACTIONS,
     ActionResult,
     HouseholdWorld,
     dense_index,
@@ -58,6 +70,12 @@ class AgentConfig:
     detect_small: float = 0.2  # chance per view that segmentation picks out a small object (0.9 otherwise)
     explore_goals_before_opening: int = 3
     look_horizon: float = 30.0
+    open_to_search: bool = True  # open closed receptacles when exploring found nothing (FILM does not)
+    blind_small: float = 0.0  # chance that segmentation never picks out a given small instance
+    blind_other: float = 0.0  # the same for medium and large instances
+    recall_falloff: bool = False  # per-view recall falls linearly from 1 at the agent to 0 at map_range
+    mask_error_deg: float = 0.0  # pointing error (degrees, per axis) of the interaction mask; 0: exact
+    semantic_search: bool = False  # search the open receptacles that can hold the target first (FILM's policy)
 
 
 @dataclass(frozen=True)
@@ -239,6 +257,16 @@ class FilmAgent:
         self.types = np.array(world.types)
         small = np.array([a["size"] == "small" for a in world.attributes])
         self.detect = np.where(small, self.cfg.detect_small, 0.9)
+        if self.cfg.blind_small or self.cfg.blind_other:  # drawn only when on: the default stream is unchanged
+            self.detect[rng.random(n) < np.where(small, self.cfg.blind_small, self.cfg.blind_other)] = 0.0
+        self.phase = "start"  # "search", "approach" or "interact": what the agent was doing last
+        self.sought = ""  # the object type the current search is for
+        self.collisions = 0  # failed moves (AI2-THOR: the agent is blocked)
+        self.interaction_failures = 0  # failed object actions (visibility, distance, closed, no room, ...)
+        self.search_revisits = 0  # arrivals, while searching, at a cell already searched from
+        self._searched_cells = np.zeros(len(self.map.ij), dtype=bool)
+        self._search_cell = -1
+        self._seeking: Subgoal | None = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> tuple[bool, str]:
@@ -254,6 +282,10 @@ class FilmAgent:
                 self._observe()
                 if not result.success:
                     self.failures += 1
+                    if action[0] in NAV_ACTIONS:
+                        self.collisions += 1
+                    elif action[0] in OBJECT_ACTIONS:
+                        self.interaction_failures += 1
                     if self.failures >= self.cfg.max_failures:
                         return self._finish("max_failures")
                 elif (
@@ -283,12 +315,37 @@ class FilmAgent:
         """The semantic map learns what the camera sees within map range (not inside closed receptacles)."""
         w = self.w
         seen = w.flags["exists"] & w.in_view & ~w.hidden & (w.eff_dist <= self.cfg.map_range)
-        self.known |= seen & (self.rng.random(len(seen)) < self.detect)  # segmentation misses small things
+        recall = self.detect
+        if self.cfg.recall_falloff:  # fewer pixels on a farther object: the mask is found less often
+            recall = recall * np.clip(1.0 - w.eff_dist / self.cfg.map_range, 0.0, 1.0)
+        self.known |= seen & (self.rng.random(len(seen)) < recall)  # segmentation misses small things
+        if self.phase == "search":
+            self._note_search_cell(w.cell)
         self.visited[w.cell] = True  # the map lists the reachable cells first, in the grid's order
         if self._last_pose == (w.cell, w.yaw, w.horizon):
             return
         self._last_pose = (w.cell, w.yaw, w.horizon)
         self.map.observe(w.cell, w.yaw, w.horizon, w.agent_y + CAMERA_HEIGHT - w.scene.floor_y)
+
+    def sought_enclosed(self) -> bool:
+        """Searching, and every instance of the sought type that segmentation can pick out is shut inside a
+        closed receptacle: opening one would have found it."""
+        if self.phase != "search" or self._seeking is None:
+            return False
+        mask = self._candidates(self._seeking) & (self.detect > 0)
+        return bool(mask.any() and self.w.hidden[mask].all())
+
+    def sought_absent(self) -> bool:
+        """Searching for a type of which the scene holds no instance at all."""
+        return self.phase == "search" and self._seeking is not None and not self._candidates(self._seeking).any()
+
+    def _note_search_cell(self, cell: int) -> None:
+        """Count an arrival at a cell the search already went through (FILM's looping while searching)."""
+        if cell == self._search_cell:
+            return
+        self._search_cell = cell
+        self.search_revisits += int(self._searched_cells[cell])
+        self._searched_cells[cell] = True
 
     # ------------------------------------------------------------------ behaviours
     def _episode(self) -> Behaviour:
@@ -321,7 +378,9 @@ class FilmAgent:
             target = yield from self._find(sg)
             if sg.bind:
                 self.bound[sg.bind] = target
+            self.phase = "approach"
             yield from self._approach(target, mode)
+            self.phase = "interact"
             result = yield self._interaction(sg, target)
             if not result.success and "visib" in result.error and self.rng.random() < self.cfg.retry_in_place:
                 result = yield self._interaction(sg, target)  # FILM repeats an action it thinks glitched
@@ -350,9 +409,25 @@ class FilmAgent:
         return "", "normal"
 
     def _interaction(self, sg: Subgoal, target: int) -> Action:
+        target = self._masked(target)
         if sg.action == "PutObject":
             return ("PutObject", self.w.held, target)
         return (sg.action, target, -1)
+
+    def _masked(self, target: int) -> int:
+        """The object FILM's interaction mask falls on: ALFRED acts on the object under the mask's pixels.
+
+        The mask is centred on the believed object with a Gaussian pointing error of ``mask_error_deg``
+        per axis; it hits when the error is within the object's angular radius (chance
+        ``1 - exp(-theta^2 / 2 sigma^2)``), else it falls on what the object stands on, and AI2-THOR
+        answers for that object ("CounterTop|... is not pickupable") or acts on it.
+        """
+        w = self.w
+        if not self.cfg.mask_error_deg or target == w.held or w.parent[target] < 0:
+            return target
+        theta = np.degrees(np.arctan2(w.radius[target], max(float(w.eff_dist[target] + w.radius[target]), 0.1)))
+        hit = 1.0 - np.exp(-(theta**2) / (2.0 * self.cfg.mask_error_deg**2))
+        return target if self.rng.random() < hit else int(w.parent[target])
 
     def _find(self, sg: Subgoal) -> Generator[Action, ActionResult, int]:
         """The nearest known instance; explore until one is known."""
@@ -363,9 +438,15 @@ class FilmAgent:
             target = self._best_known(sg)
             if target >= 0:
                 return target
-            if explored >= self.cfg.explore_goals_before_opening and (yield from self._open_to_search(sg)):
+            self.phase, self.sought, self._seeking = "search", sg.object_type, sg
+            if (
+                self.cfg.open_to_search
+                and explored >= self.cfg.explore_goals_before_opening
+                and (yield from self._open_to_search(sg))
+            ):
                 continue
-            yield from self._explore()
+            if not (self.cfg.semantic_search and (yield from self._search_receptacle(sg))):
+                yield from self._explore()
             explored += 1
 
     def _candidates(self, sg: Subgoal) -> np.ndarray:
@@ -403,6 +484,23 @@ class FilmAgent:
         goal = int(picks[np.argmax(far + self.rng.random(len(picks)))])
         yield from self._navigate([goal])
         yield from self._look_around(3)
+        return True
+
+    def _search_receptacle(self, sg: Subgoal) -> Generator[Action, ActionResult, bool]:
+        """FILM's semantic search policy: look at the nearest open receptacle that can hold the target and
+        has not been looked at yet (shut ones are not looked into); False when none is left."""
+        w = self.w
+        wanted = np.isin(self.types, sg.object_type.split("|"))
+        if not wanted.any():
+            return False
+        can_hold = w.compatible[:, wanted].any(axis=1) & w.flags["exists"] & w.can["receptacle"]
+        open_ = ~(w.can["enclosing"] & ~w.flags["open"])
+        cands = np.array([c for c in np.flatnonzero(can_hold & open_) if c not in self.searched], dtype=np.int64)
+        if len(cands) == 0:
+            return False
+        r = int(cands[np.argmin(np.hypot(*(w.pos[cands][:, [0, 2]] - w.agent_xz).T))])
+        self.searched.add(r)
+        yield from self._approach(r)
         return True
 
     def _open_to_search(self, sg: Subgoal) -> Generator[Action, ActionResult, bool]:

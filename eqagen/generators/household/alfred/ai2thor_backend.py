@@ -322,10 +322,10 @@ class Ai2ThorBackend:
 
     def run(self, spec: EpisodeSpec) -> Episode:
         from eqagen.core import derive_rng
-        from eqagen.generators.household.agent import AgentConfig, FilmAgent
+        from eqagen.generators.household.agent import FilmAgent
         from eqagen.generators.household.alfred.backend import _parses, _realdata, data_root, parse_params
         from eqagen.generators.household.alfred.film import FILM_FILES, lookup_parse
-        from eqagen.generators.household.alfred.film_run import agent_task
+        from eqagen.generators.household.alfred.film_run import FILM_AGENT, agent_task
         from eqagen.generators.household.alfred.reader import read_trajectory
         from eqagen.generators.household.alfred.scene_build import room_kind
 
@@ -342,9 +342,7 @@ class Ai2ThorBackend:
             md = controller.last_event.metadata
             scene = scene_from_metadata(md, reachable, traj.floor_plan, room_kind(traj.floor_plan))
             world = ThorWorld(controller, scene, p.max_steps)
-            agent = FilmAgent(
-                world, agent_task(parse), derive_rng(spec.seed, "ai2thor", rel, repeat_idx), AgentConfig()
-            )
+            agent = FilmAgent(world, agent_task(parse), derive_rng(spec.seed, "ai2thor", rel, repeat_idx), FILM_AGENT)
             success, reason = agent.run()
         finally:
             controller.stop()

@@ -5,9 +5,10 @@ instruction of a split (``tests_seen`` by default); ``mode: expert`` replays the
 split that has them (``valid_seen``). Data come from ``data_root`` (default
 ``$EQAGEN_REALDATA/alfred/json_2.1.0/<split>``), layouts from ``layouts`` (default
 ``$EQAGEN_REALDATA/alfred/layouts``), FILM's parses from ``parses`` (default
-``$EQAGEN_REALDATA/film/instruction2_params_<split>.json``). When a plan asks for more episodes than
-the split has trajectories, FILM mode moves on to each trajectory's next annotation (``repeat_idx``),
-as FILM's evaluation covers every annotation; expert mode stops at the number of trajectories.
+``$EQAGEN_REALDATA/film/instruction2_params_<split>.json``). FILM mode goes through the split's
+annotations as FILM's evaluation does, round by round: every trajectory's first instruction, then every
+second one, and so on (tests_seen: 483 trajectories, 1,533 annotations, three to six each); a plan
+longer than that starts over. Expert mode stops at the number of trajectories.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from eqagen.core import ConfigError, DataFileError, Episode, derive_seed
 from eqagen.generators.base import EpisodeSpec, register_backend
 from eqagen.generators.household.alfred.catalog import SceneCatalog, build_catalog
 from eqagen.generators.household.alfred.film import FILM_FILES, lookup_parse, read_film_parses
-from eqagen.generators.household.alfred.film_run import run_film_episode
+from eqagen.generators.household.alfred.film_run import annotation_consensus, run_film_episode
 from eqagen.generators.household.alfred.reader import (
     find_layouts_dir,
     iter_trajectory_paths,
@@ -31,8 +32,6 @@ from eqagen.generators.household.alfred.reader import (
     read_trajectory,
 )
 from eqagen.generators.household.alfred.replay import replay_trajectory
-
-N_ANNOTATIONS = 3  # ALFRED collected three instructions per trajectory
 
 
 class AlfredParams(BaseModel):
@@ -72,9 +71,16 @@ def data_root(p: AlfredParams) -> Path:
 
 
 @lru_cache(maxsize=4)
-def _trajectory_list(root: str) -> tuple[tuple[str, str], ...]:
-    """(path relative to root, floor plan) of every trajectory; the floor plan is the episode's scene."""
-    return tuple((p.relative_to(root).as_posix(), read_trajectory(p).floor_plan) for p in iter_trajectory_paths(root))
+def _trajectory_list(root: str) -> tuple[tuple[str, str, int], ...]:
+    """(path relative to root, floor plan, number of annotations) of every trajectory."""
+    trajs = (read_trajectory(p) for p in iter_trajectory_paths(root))
+    return tuple((t.path.relative_to(root).as_posix(), t.floor_plan, max(len(t.annotations), 1)) for t in trajs)
+
+
+def annotation_rounds(trajs: tuple[tuple[str, str, int], ...]) -> list[tuple[str, str, int]]:
+    """(trajectory, floor plan, annotation index) of every annotation, round by round."""
+    rounds = range(max((n for _, _, n in trajs), default=0))
+    return [(rel, plan, k) for k in rounds for rel, plan, n in trajs if k < n]
 
 
 @lru_cache(maxsize=4)
@@ -103,11 +109,12 @@ class AlfredBackend:
         trajs = _trajectory_list(str(root))
         if not trajs:
             raise DataFileError(root, None, "no traj_data.json found")
+        runs = annotation_rounds(trajs) if p.mode == "film" else [(rel, plan, 0) for rel, plan, _ in trajs]
         n = n_episodes if p.mode == "film" else min(n_episodes, len(trajs))
         specs = []
         for i in range(n):
-            rel, floor_plan = trajs[i % len(trajs)]
-            run = p.model_dump() | {"trajectory": rel, "repeat_idx": (i // len(trajs)) % N_ANNOTATIONS}
+            rel, floor_plan, repeat_idx = runs[i % len(runs)]
+            run = p.model_dump() | {"trajectory": rel, "repeat_idx": repeat_idx}
             specs.append(EpisodeSpec("household", "alfred", floor_plan, derive_seed(seed, "alfred", i), i, run))
         return specs
 
@@ -127,4 +134,5 @@ class AlfredBackend:
             raise DataFileError(root / rel, "turk_annotations", f"no FILM parse for annotation {repeat_idx}")
         source = p.catalog or str(root.parent)
         scene_catalog = _catalog(source, str(layouts), p.catalog is not None)
-        return run_film_episode(traj, layout, parse, rel, spec.seed, scene_catalog, p.max_steps, repeat_idx)
+        consensus = annotation_consensus(traj, parses)
+        return run_film_episode(traj, layout, parse, rel, spec.seed, scene_catalog, p.max_steps, repeat_idx, consensus)

@@ -9,6 +9,10 @@ As FILM does, look_at_obj_in_light always goes for a FloorLamp.
 
 The episode records the instruction, FILM's parse, whether the agent reached the parsed goal, and, where
 the true task is known (valid splits), whether the parse matched it and whether the true goal holds.
+``success`` is what FILM's evaluation would count: the true goal where the task is known, else the
+parsed goal reached with a parse the majority of the trajectory's annotations share
+(:func:`~.film.consensus_goal`). A failed episode names its cause in ``failure_mode``
+(:mod:`~.failures`), from the trace the agent's mechanisms left (:data:`FILM_AGENT`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import numpy as np
 from eqagen.core import Episode, derive_rng, make_episode_id
 from eqagen.generators.household.agent import AgentConfig, FilmAgent
 from eqagen.generators.household.alfred.catalog import SceneCatalog
-from eqagen.generators.household.alfred.film import FilmParse, parse_matches
+from eqagen.generators.household.alfred.failures import FailureTrace, failure_mode
+from eqagen.generators.household.alfred.film import FilmParse, consensus_goal, lookup_parse, parse_matches
 from eqagen.generators.household.alfred.goals import AlfredGoal, AlfredStateTracker, goal_satisfied
 from eqagen.generators.household.alfred.reader import AlfredTrajectory, Layout, scene_record, task_record
 from eqagen.generators.household.alfred.scene_build import AlfredScene, build_alfred_scene
@@ -30,6 +35,19 @@ from eqagen.generators.household.tasks import AlfredTask
 from eqagen.generators.household.world import HouseholdWorld
 
 LOOP_VISITS = 5  # an episode loops when the agent comes back to one pose this many separate times
+# FILM's perception, search and collisions, calibrated on tests_seen (all 1,533 annotations) against
+# FILM's published success and error table (docs/alfred.md): segmentation never picks out 5% of small
+# instances and sees an object less the farther it is; the interaction mask misses by 6 degrees (a small
+# object 1 m away is hit 25% of the time, a medium one 98%); the search looks at the open receptacles
+# that can hold the target, then explores, and never opens one; the obstacle map misses 15% of patches.
+FILM_AGENT = AgentConfig(
+    phantom_free=0.15,
+    open_to_search=False,
+    blind_small=0.05,
+    recall_falloff=True,
+    mask_error_deg=6.0,
+    semantic_search=True,
+)
 
 
 def estimated_faucets(scene: AlfredScene) -> dict[str, str]:
@@ -70,6 +88,20 @@ def agent_task(parse: FilmParse) -> AlfredTask:
     )
 
 
+def annotation_consensus(traj: AlfredTrajectory, parses: dict[str, FilmParse]) -> AlfredGoal | None:
+    """The goal a strict majority of the trajectory's annotations parse to (None if there is none)."""
+    return consensus_goal([lookup_parse(parses, traj.instruction(k)) for k in range(len(traj.annotations))])
+
+
+def _unplaced_static(world: HouseholdWorld, layout: Layout, object_type: str) -> bool:
+    """A static type the floor plan has (its layout lists it) but our data give no position for.
+
+    Movable objects come from the trajectory's own poses: one the scene lacks is really absent (ALFRED
+    varies them per trajectory), so FILM fails to find it too."""
+    known = object_type in world.cat.index
+    return object_type in layout.object_types and not (known and world.cat.get(object_type).can("pickupable"))
+
+
 def count_loops(pose: np.ndarray) -> int:
     """Poses the agent returned to at least :data:`LOOP_VISITS` separate times (FILM's looping failure)."""
     keys = [tuple(np.round(p, 2)) for p in pose]
@@ -86,16 +118,33 @@ def run_film_episode(
     scene_catalog: SceneCatalog | None = None,
     max_steps: int = 250,
     repeat_idx: int = 0,
+    consensus: AlfredGoal | None = None,
 ) -> Episode:
+    """One annotation of a trajectory in FILM mode; ``consensus`` is :func:`annotation_consensus`."""
     scene = film_scene(traj, layout, scene_catalog)
     world = HouseholdWorld(scene.scene, max_steps=max_steps)
     rng = derive_rng(seed, "alfred-film", traj.floor_plan, relpath, repeat_idx)
-    agent = FilmAgent(world, agent_task(parse), rng, AgentConfig())
-    success, reason = agent.run()
-    meta = _film_meta(traj, parse, relpath, repeat_idx, world, scene) | {
+    agent = FilmAgent(world, agent_task(parse), rng, FILM_AGENT)
+    reached, reason = agent.run()
+    meta = _film_meta(traj, parse, relpath, repeat_idx, world, scene)
+    meta["parse_with_majority"] = consensus is not None and parse.goal() == consensus
+    parse_right = meta["parse_matches_task"] if traj.task_type else meta["parse_with_majority"]
+    success = bool(meta["true_goal_ok"]) if traj.task_type else reached and parse_right
+    unplaced = agent.sought_absent() and any(_unplaced_static(world, layout, t) for t in agent.sought.split("|"))
+    trace = FailureTrace(parse_right, reason, agent.phase, agent.sought_enclosed(), unplaced,
+                         agent.collisions, agent.interaction_failures)  # fmt: skip
+    meta |= {
         "success": success,
+        "parsed_goal_ok": reached,
         "stop_reason": reason,
+        "failure_mode": None if success else failure_mode(trace),
+        "phase_at_stop": agent.phase,
+        "sought_at_stop": agent.sought if agent.phase == "search" else "",
+        "sought_unplaced": unplaced,  # the floor plan has the type, the data give no position for it
         "n_failures": agent.failures,
+        "collisions": agent.collisions,
+        "interaction_failures": agent.interaction_failures,
+        "search_revisits": agent.search_revisits,
         "loops": count_loops(world.s_pose[: world.n_steps]),
         "alfred_scene": scene_record(traj),  # what a replay in AI2-THOR restores (eqagen export --format replay)
         "alfred_task": task_record(traj),

@@ -22,6 +22,9 @@ def test_film_plan_covers_the_split_then_next_annotations(env: Path):
     specs = backend.plan(490, 0, {"max_steps": 60})
     assert len(specs) == 490 and len({s.params["trajectory"] for s in specs}) == 483
     assert [s.params["repeat_idx"] for s in specs[483:]] == [1] * 7
+    every = backend.plan(1533, 0, {})  # FILM's evaluation: every annotation of tests_seen, each once
+    assert len({(s.params["trajectory"], s.params["repeat_idx"]) for s in every}) == 1533
+    assert max(s.params["repeat_idx"] for s in every) == 5
     assert all(s.scene_id.startswith("FloorPlan") for s in specs)
     ep = backend.run(specs[0])
     assert ep.backend == "alfred" and ep.scene_id == specs[0].scene_id and ep.n_steps <= 61

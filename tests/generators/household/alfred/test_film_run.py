@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from eqagen.generators.household.alfred.catalog import SceneCatalog, build_catalog
+from eqagen.generators.household.alfred.failures import FAILURE_MODES
 from eqagen.generators.household.alfred.film import FILM_FILES, read_film_parses
 from eqagen.generators.household.alfred.film_run import count_loops
 from eqagen.generators.household.alfred.runs import film_root, film_stats
@@ -35,8 +36,17 @@ def test_film_mode_on_tests_seen_sample(tests_seen: Path, layouts: Path, film_di
         assert ep.meta["mode"] == "film" and ep.meta["trajectory"] == rel and ep.meta["instruction"]
         assert ep.meta["film_parse"]["task_type"] == ep.task["task_type"]
         assert ep.meta["parse_matches_task"] is None  # the test split publishes no task
-        assert ep.n_steps <= 251 and ep.meta["stop_reason"] in {"success", "max_steps", "max_failures", "plan_finished"}
-        assert ep.meta["success"] == (ep.meta["stop_reason"] == "success")
+        m = ep.meta
+        assert ep.n_steps <= 251 and m["stop_reason"] in {"success", "max_steps", "max_failures", "plan_finished"}
+        assert m["parsed_goal_ok"] == (m["stop_reason"] == "success")
+        assert m["success"] == (m["parsed_goal_ok"] and m["parse_with_majority"])  # FILM's judge on a test split
+        assert (m["failure_mode"] is None) == m["success"] and m["failure_mode"] in (None, *FAILURE_MODES)
+        errors = [e for e in ep.steps.error if e]
+        assert m["collisions"] + m["interaction_failures"] <= m["n_failures"] == len(errors)
+        if m["failure_mode"] in ("collision", "interaction_failure"):  # the trace: ten failed actions
+            assert m["stop_reason"] == "max_failures" and len(errors) >= 10
+        if m["failure_mode"] in ("goal_object_not_found", "object_in_closed_receptacle"):
+            assert m["stop_reason"] == "max_steps" and m["phase_at_stop"] == "search" and m["sought_at_stop"]
     stats = film_stats([ep.meta | {"n_steps": ep.n_steps} for _, ep, _ in runs])
     assert stats["episodes_run"] == 12 and stats["parse_accuracy"] is None
     assert 0.0 <= stats["failure_rate"] == pytest.approx(1 - stats["task_success_rate"])
@@ -53,3 +63,16 @@ def test_film_mode_on_valid_seen_judges_parse_and_true_goal(valid_seen: Path, la
     for ep in runs:  # with a matching parse, the agent's own success is the true task's success
         if ep.meta["parse_matches_task"] and ep.task["task_type"] != "look_at_obj_in_light":
             assert ep.meta["true_goal_ok"] == ep.meta["success"]
+
+
+@pytest.mark.realdata
+def test_every_annotation_runs_and_failure_modes_come_from_mechanisms(tests_seen: Path, layouts: Path,
+                                                                      film_dir: Path, catalog_all):  # fmt: skip
+    """All annotations of a trajectory run; each failure mode listed is reached by some episode's mechanism."""
+    parses = read_film_parses(film_dir / FILM_FILES["tests_seen"])
+    runs = [ep for _, ep, _ in film_root(tests_seen, layouts, parses, catalog_all, limit=15, every_annotation=True)]
+    assert len({(ep.meta["trajectory"], ep.meta["repeat_idx"]) for ep in runs}) == len(runs) > 45
+    modes = {ep.meta["failure_mode"] for ep in runs}
+    assert {"goal_object_not_found", "language_processing_error", "collision"} <= modes
+    blocked = [e for ep in runs for e in ep.steps.error if "agent blocked" in e]
+    assert blocked  # collisions leave AI2-THOR's blocked-move message in the steps
