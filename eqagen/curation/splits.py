@@ -298,9 +298,10 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
 
 def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarray:
     """Divide the units (of ``among``) so that ``share`` of each stratum's records are taken: within a
-    stratum, largest first, each unit goes to the side further below its target (ties: to the side
-    further below its target over all strata so far). Each stratum is then within one unit of its
-    share, and the total too."""
+    stratum, largest first, each unit goes to the side further below its target, unless either side
+    would keep the stratum within this unit of its target; then it goes to the side further below its
+    target over all units so far. Each stratum is then within one unit of its share, and the total
+    (which fixes each split's unseen share) within about one unit too."""
     idx = np.flatnonzero(among)
     order = idx[np.lexsort((units.key[idx], -units.size[idx], units.stratum[idx]))]
     take = np.zeros(len(units.size), dtype=bool)
@@ -314,14 +315,16 @@ def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarra
         taken = left = 0.0
         for unit in order[lo:hi].tolist():
             size = float(units.size[unit])
-            below_take, below_leave = share * total - taken, (1 - share) * total - left
-            if below_take > below_leave or (below_take == below_leave and taken_all <= share * seen_all):
+            lead = (share * total - taken) - ((1 - share) * total - left)  # > 0: the taken side is further below
+            if abs(lead) < size:  # either side keeps the stratum within this unit: even out the total
+                lead = share * (seen_all + size) - (taken_all + size / 2.0)
+            if lead > 0:
                 take[unit] = True
                 taken += size
+                taken_all += size
             else:
                 left += size
-        taken_all += taken
-        seen_all += total
+            seen_all += size
     return take
 
 
