@@ -205,6 +205,39 @@ class Goal:
     grounded: float | None = None
 
 
+def tally_of(groups: Groups, chosen: list[int]) -> Tally:
+    tally = Tally.empty(groups)
+    for g in chosen:
+        tally.add(groups, g)
+    return tally
+
+
+def remaining_goal(goal: Goal, done: Tally, records: float) -> Goal:
+    """The goal of the ``records`` still to choose, so that they and ``done`` together meet ``goal``: the
+    dataset's mix is what the audit judges, and the held-out partition (composed first, from the smaller
+    pool) can fall short of a scarce kind that the seen partition then makes up for."""
+    if done.records <= 0 or records <= 0:
+        return goal
+    total = done.records + records
+
+    def rest(target: np.ndarray, have: np.ndarray, have_total: float, rest_total: float) -> np.ndarray:
+        need = np.maximum(target * (have_total + rest_total) - have, 0.0)
+        return need / need.sum() if need.sum() > 0 else target
+
+    filters_done = float(done.families.sum())
+    filters_rest = filters_done * records / done.records  # filters per record as in the chosen part
+    floors = np.where(
+        goal.floors > 0, np.maximum(goal.floors * (filters_done + filters_rest) - done.families, 0.0), 0.0
+    ) / max(filters_rest, 1.0)
+    return Goal(
+        rest(goal.queries, done.queries, done.records, records),
+        rest(goal.families, done.families, filters_done, filters_rest),
+        floors,
+        None if goal.n_filters is None else rest(goal.n_filters, done.n_filters, done.records, records),
+        None if goal.grounded is None else float(np.clip((goal.grounded * total - done.grounded) / records, 0, 1)),
+    )
+
+
 def choose_groups(
     groups: Groups, members: np.ndarray, records: float, goal: Goal, rng: np.random.Generator
 ) -> list[int]:
@@ -300,7 +333,8 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
         want_seen = min(want_seen, got_held * (1 - held_share) / held_share)
     taken_keys = np.zeros(int(groups.key.max()) + 1 if len(groups.key) else 0, dtype=bool)
     taken_keys[groups.key[held]] = True
-    seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, goal, rng)
+    seen_goal = remaining_goal(goal, tally_of(groups, held), want_seen)
+    seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, seen_goal, rng)
     if 0 < held_share < 1:  # the seen pool ran short in turn: the held-out groups chosen last go
         held = trim_to(groups, held, float(groups.size[seen].sum()) * held_share / (1 - held_share))
 
