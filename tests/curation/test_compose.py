@@ -151,3 +151,17 @@ def test_scarce_kinds_name_the_numbers_of_filters_the_pool_is_short_of():
     scarce = scarce_kinds(pa.table(rows), ComposeConfig(targets, 40, 0.0))
     assert scarce.n_filters == {3} and scarce.queries == set()
     assert scarce.wants("count", ["moment", "property", "state"]) and not scarce.wants("count", ["property"])
+
+
+def test_the_seen_partition_makes_up_for_a_kind_the_held_out_one_lacks():
+    """The audit judges the whole dataset's mix: where the held-out pool holds none of a query type, the
+    seen partition takes more of it, so that the dataset meets its share (planted: composing the seen
+    partition to the plain targets leaves the dataset short by the held-out share of the target)."""
+    table = pool(2, n_groups=1200)
+    scarce = QUERIES[1]
+    held = np.asarray(table[HELD_OUT].to_pylist())
+    query = np.asarray(table["query_type"].to_pylist(), dtype=object)
+    table = table.filter(pa.array(~(held & (query == scarce))))  # the held-out scenes never ask it
+    out, _ = compose(table, ComposeConfig(TARGETS, 900, 0.3), seed=1)
+    got = shares(out)[0][scarce]
+    assert abs(got - TARGETS.queries[scarce]) < 0.02, got
