@@ -14,9 +14,9 @@ filters follow their targets, and the held-out partition supplies its share of t
 
 The held-out partition is composed first (it is the smaller pool); the seen partition then aims at what
 the held-out part leaves of the dataset's mix (:func:`remaining_goal`), and where the held-out part falls
-short of its share, the seen partition is cut to keep the held-out share. A question text kept in the held-out partition is not
-kept in the seen one (each partition answers it among its own scenes, but one text in train and in test
-would be a leak).
+short of its share, the seen partition is cut to keep the held-out share. A question text kept in the
+held-out partition is not kept in the seen one (each partition answers it among its own scenes, but one
+text in train and in test would be a leak).
 """
 
 from __future__ import annotations
