@@ -477,10 +477,15 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def accuracy_against_chance(
-    answers: Sequence[str], truth: Sequence[str], chance: np.ndarray, query_types: Sequence[str]
+    answers: Sequence[str],
+    truth: Sequence[str],
+    chance: np.ndarray,
+    query_types: Sequence[str],
+    grounded: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Accuracy, chance and the binomial test's p-value overall and per query type. Overall also the 2-point
-    rule (|accuracy - chance| <= BLIND_TOLERANCE), judged where 2 points are at least
+    """Accuracy, chance and the binomial test's p-value overall, per query type and on the grounded records
+    (where ``grounded`` marks some: their coordinates are what a memorising model could exploit). Overall
+    also the 2-point rule (|accuracy - chance| <= BLIND_TOLERANCE), judged where 2 points are at least
     TOLERANCE_STANDARD_ERRORS standard errors of a guesser at chance on these records (None below)."""
     hits = np.array([a == t for a, t in zip(answers, truth)], dtype=bool)
     types = np.array(query_types, dtype=object)
@@ -498,14 +503,22 @@ def accuracy_against_chance(
     within = abs(overall["accuracy"] - overall["chance"]) <= BLIND_TOLERANCE + 1e-9
     overall["within_2_points"] = within if meaningful else None
     per_type = {q: tested(types == q) for q in sorted(set(query_types))}
-    return {"overall": overall, "per_query_type": per_type}
+    result = {"overall": overall, "per_query_type": per_type}
+    if grounded is not None and grounded.any():
+        result["grounded"] = tested(grounded)
+    return result
+
+
+def blind_scopes(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One model's tests: overall, per query type and on the grounded records (where tested)."""
+    grounded = [("grounded", result["grounded"])] if "grounded" in result else []
+    return [("overall", result["overall"]), *result["per_query_type"].items(), *grounded]
 
 
 def judge_blind(measured: dict[str, dict[str, Any]]) -> list[str]:
-    """Holm over every test of ``measured`` (each model overall and per query type): sets each test's
-    ``p_holm`` and ``ok`` in place and returns what was missed, one phrase each."""
-    tests = [(m, scope, r) for m, result in measured.items()
-             for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]]  # fmt: skip
+    """Holm over every test of ``measured`` (each model overall, per query type and on the grounded
+    records): sets each test's ``p_holm`` and ``ok`` in place and returns what was missed, one phrase each."""
+    tests = [(m, scope, r) for m, result in measured.items() for scope, r in blind_scopes(result)]
     missed = []
     for (model, scope, r), adjusted in zip(tests, holm([r["p_value"] for _, _, r in tests])):
         r["p_holm"] = round(adjusted, 6)
@@ -520,10 +533,19 @@ def judge_blind(measured: dict[str, dict[str, Any]]) -> list[str]:
 
 
 BLIND_TEST = (
-    f"exact two-sided binomial test of each model's hits against chance, overall and per query type, Holm-"
-    f"corrected over all of them: none rejects at {ALPHA}; overall |accuracy - chance| <= {BLIND_TOLERANCE} "
+    f"exact two-sided binomial test of each model's hits against chance, overall, per query type and on "
+    f"the grounded records, Holm-corrected over all of them: none rejects at {ALPHA}; "
+    f"overall |accuracy - chance| <= {BLIND_TOLERANCE} "
     f"where {BLIND_TOLERANCE} is at least {TOLERANCE_STANDARD_ERRORS:g} standard errors at chance"
 )
+
+
+def test_grounded(questions: pa.Table, setup: BlindSetup) -> np.ndarray | None:
+    """Per test record (in ``setup.test`` order) whether it is grounded; None where the table does not say."""
+    if "grounded" not in questions.column_names:
+        return None
+    grounded = np.asarray(pc.fill_null(questions["grounded"], False).to_pylist(), dtype=bool)
+    return grounded[setup.test]
 
 
 def blind_baselines(
@@ -533,7 +555,7 @@ def blind_baselines(
     the record's balance group): the majority content per question, and the TF-IDF text model on the
     template and on the paraphrased text. ``text_answers``: the text models' answers where they were fitted
     elsewhere (:func:`text_model_fits`, one unit per model and query type); fitted here if None."""
-    name, target = "blind_baselines", "accuracy at chance, overall and per query type"
+    name, target = "blind_baselines", "accuracy at chance, overall, per query type and on grounded records"
     contents = answer_contents(questions) if contents is None else contents
     setup = blind_setup(questions, contents)
     if len(setup.test) == 0:
@@ -546,10 +568,13 @@ def blind_baselines(
         "coordinate_memory": coordinate_memory_answers(questions, setup),
     }
     chance = setup.chance
-    measured = {m: accuracy_against_chance(a, setup.truth, chance, setup.test_types) for m, a in models.items()}
+    grounded = test_grounded(questions, setup)
+    measured = {
+        m: accuracy_against_chance(a, setup.truth, chance, setup.test_types, grounded) for m, a in models.items()
+    }
     missed = judge_blind(measured)
-    n_tests = sum(1 + len(r["per_query_type"]) for r in measured.values())
-    lowest = min(r["p_holm"] for m in measured.values() for r in [m["overall"], *m["per_query_type"].values()])
+    n_tests = sum(len(blind_scopes(r)) for r in measured.values())
+    lowest = min(r["p_holm"] for m in measured.values() for _, r in blind_scopes(m))
     two_points = next(iter(measured.values()))["overall"]["within_2_points"]
     rule = "judged" if two_points is not None else f"not judged: {len(setup.test)} test records are too few"
     overall = ", ".join(f"{m} {r['overall']['accuracy']:.3f}" for m, r in measured.items())

@@ -34,6 +34,11 @@ class QuestionConfig(BaseModel):
         description="give up on an episode after this many attempts in a row without an acceptance",
     )  # fmt: skip
     query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
+    proposal_factors: dict[str, float] = Field(
+        default_factory=dict,
+        description="per query type, a factor on its query_mix weight when the sampler proposes (the dataset's "
+        "target stays query_mix): for a type whose questions balancing keeps less often than others'",
+    )
     family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
     n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))
     grounded_share: float = Field(0.35, ge=0.0, le=0.5, description="target share of grounded records")
@@ -66,6 +71,21 @@ class QuestionConfig(BaseModel):
     def _positive_mix(cls, mix: dict) -> dict:
         if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
             raise ValueError("a mix needs at least one positive weight and no negative ones")
+        return mix
+
+    @field_validator("proposal_factors")
+    @classmethod
+    def _positive_factors(cls, factors: dict) -> dict:
+        if any(f <= 0 for f in factors.values()):
+            raise ValueError("a proposal factor must be positive (1: propose as the mix says)")
+        return factors
+
+    def proposal_mix(self) -> dict[str, float]:
+        """The query mix the sampler steers towards: ``query_mix`` with each ``proposal_factors`` applied."""
+        mix = dict(self.query_mix)
+        named = [w for w in mix.values() if w > 0]
+        for name, factor in self.proposal_factors.items():  # an unnamed type weighs as the average named one
+            mix[name] = mix.get(name, sum(named) / len(named)) * factor
         return mix
 
     @model_validator(mode="after")

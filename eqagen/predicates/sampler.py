@@ -121,7 +121,7 @@ class SamplingState:
         n_options = tuple(sorted(config.n_filters_mix))
         return cls(
             mix=MixState(),
-            query_shares=target_shares(tuple(sorted(index.queries)), config.query_mix),
+            query_shares=target_shares(tuple(sorted(index.queries)), config.proposal_mix()),
             n_filter_options=n_options,
             n_filter_shares=target_shares(n_options, config.n_filters_mix),
             spec_uses=[0] * len(index.specs),

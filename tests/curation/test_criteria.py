@@ -373,3 +373,19 @@ def test_the_coordinate_memory_model_answers_from_a_twin_in_train():
         answers = C.coordinate_memory_answers(table, setup)
         grounded = [k for k, i in enumerate(setup.test) if table["grounded"][int(i)].as_py()]
         assert np.mean([answers[k] == setup.truth[k] for k in grounded]) == right, twin_split
+
+
+def test_grounded_records_are_tested_apart_and_a_leak_there_is_missed():
+    """The grounded test records are a scope of their own: a model right on 260 of 400 grounded records at
+    chance 1/2, and on 240 of the 600 others, sits at chance overall (500 of 1,000) but not on the grounded
+    ones (planted: no grounded scope, the leak passes)."""
+    n, n_grounded = 1000, 400
+    truth = ["a"] * n
+    grounded = np.arange(n) < n_grounded
+    answers = ["a" if (i < 260 or n_grounded <= i < n_grounded + 240) else "b" for i in range(n)]
+    result = C.accuracy_against_chance(answers, truth, np.full(n, 0.5), ["count"] * n, grounded)
+    assert (result["overall"]["accuracy"], result["grounded"]["accuracy"]) == (0.5, 0.65)
+    missed = C.judge_blind({"m": result})
+    assert [m.split(" (")[0] for m in missed] == ["m grounded 0.650 vs chance 0.500"]
+    without = C.accuracy_against_chance(answers, truth, np.full(n, 0.5), ["count"] * n)
+    assert without.keys() == {"overall", "per_query_type"}  # a table that does not say: no such scope

@@ -149,6 +149,32 @@ def test_deficit_picking_follows_the_target_mix():
     assert abs(counts["a"] / 400 - 0.5) < 0.05 and abs(counts["c"] / 400 - 0.2) < 0.05
 
 
+def test_proposal_factors_scale_the_proposal_mix_and_not_the_target():
+    config = QuestionConfig(
+        query_mix={"count": 0.5, "getState": 0.25}, proposal_factors={"getState": 2, "listObjects": 3}
+    )
+    assert config.proposal_mix() == {"count": 0.5, "getState": 0.5, "listObjects": 0.375 * 3}
+    assert config.query_mix == {"count": 0.5, "getState": 0.25}  # the dataset's target stays as written
+    with pytest.raises(ValueError):
+        QuestionConfig(proposal_factors={"getState": 0})
+
+
+def test_a_proposal_factor_makes_the_sampler_propose_more_of_its_type():
+    """Measured on household episodes: getState at factor 3 takes a larger share of the accepted programs
+    (planted: the sampler steering by query_mix alone gives the same share)."""
+
+    def get_state_share(config: QuestionConfig) -> float:
+        names = []
+        for ep in household_episodes(12)[:12]:
+            accepted, _ = sample_programs(context_for(ep), config, derive_rng(2, "questions", ep.episode_id))
+            names += [a.program.query.name for a in accepted]
+        return names.count("getState") / len(names)
+
+    plain = get_state_share(QuestionConfig(questions_per_episode=12))
+    boosted = get_state_share(QuestionConfig(questions_per_episode=12, proposal_factors={"getState": 3}))
+    assert boosted > plain + 0.05, (plain, boosted)
+
+
 def test_fixture_episodes_also_sample():
     ep = make_episode(11, 60)
     records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
