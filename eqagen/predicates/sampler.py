@@ -123,7 +123,7 @@ class SamplingState:
             mix=MixState(),
             query_shares=target_shares(tuple(sorted(index.queries)), config.proposal_mix()),
             n_filter_options=n_options,
-            n_filter_shares=target_shares(n_options, config.n_filters_mix),
+            n_filter_shares=target_shares(n_options, config.proposal_n_filters_mix()),
             spec_uses=[0] * len(index.specs),
         )
 
@@ -322,16 +322,18 @@ def build_filters(index, state, config, q, seed, n, allowed, rng) -> list[int]:
 
 
 def choose_n_filters(state: SamplingState, config: QuestionConfig, rng: Draws) -> int:
-    """The number of filters, by deficit against ``n_filters_mix`` among the numbers the episode has not
-    given up on: a number whose proposals came short ``SHORT_LIMIT`` times more than they were accepted
-    (an episode with few objects has no effective third filter) is not drawn again, so that its deficit
-    does not stall the episode."""
+    """The number of filters, by deficit against ``n_filters_mix`` (times its proposal factors) among the
+    numbers the episode has not given up on: a number whose proposals came short ``SHORT_LIMIT`` times
+    more than they were accepted (an episode with few objects has no effective third filter) is not drawn
+    again, so that its deficit does not stall the episode."""
     options = (
         tuple(n for n in state.n_filter_options if state.short[n] < SHORT_LIMIT * (1 + state.mix.n_filters[n]))
         or state.n_filter_options[:1]
     )
     shares = (
-        state.n_filter_shares if options == state.n_filter_options else target_shares(options, config.n_filters_mix)
+        state.n_filter_shares
+        if options == state.n_filter_options
+        else target_shares(options, config.proposal_n_filters_mix())
     )
     return int(pick_by_shares(options, shares, state.mix.n_filters, rng))
 

@@ -150,13 +150,14 @@ def test_deficit_picking_follows_the_target_mix():
 
 
 def test_proposal_factors_scale_the_proposal_mix_and_not_the_target():
-    config = QuestionConfig(
-        query_mix={"count": 0.5, "getState": 0.25}, proposal_factors={"getState": 2, "listObjects": 3}
-    )
+    factors = {"query": {"getState": 2, "listObjects": 3}, "n_filters": {3: 2}}
+    config = QuestionConfig(query_mix={"count": 0.5, "getState": 0.25}, proposal_factors=factors)
     assert config.proposal_mix() == {"count": 0.5, "getState": 0.5, "listObjects": 0.375 * 3}
+    assert config.proposal_n_filters_mix() == {**config.n_filters_mix, 3: 2 * config.n_filters_mix[3]}
     assert config.query_mix == {"count": 0.5, "getState": 0.25}  # the dataset's target stays as written
-    with pytest.raises(ValueError):
-        QuestionConfig(proposal_factors={"getState": 0})
+    for bad in ({"query": {"getState": 0}}, {"n_filters": {3: -1}}, {"queries": {}}):
+        with pytest.raises(ValueError):
+            QuestionConfig(proposal_factors=bad)
 
 
 def test_a_proposal_factor_makes_the_sampler_propose_more_of_its_type():
@@ -171,7 +172,7 @@ def test_a_proposal_factor_makes_the_sampler_propose_more_of_its_type():
         return names.count("getState") / len(names)
 
     plain = get_state_share(QuestionConfig(questions_per_episode=12))
-    boosted = get_state_share(QuestionConfig(questions_per_episode=12, proposal_factors={"getState": 3}))
+    boosted = get_state_share(QuestionConfig(questions_per_episode=12, proposal_factors={"query": {"getState": 3}}))
     assert boosted > plain + 0.05, (plain, boosted)
 
 
