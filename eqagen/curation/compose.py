@@ -33,7 +33,6 @@ from eqagen.curation.partition import HELD_OUT, held_out_rows
 from eqagen.predicates.sampler import target_shares
 
 COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
-FLOOR_WEIGHT = 4.0  # how much more a share below its floor costs than the same distance above a target
 FLOOR_MARGIN = 0.01  # a floor is aimed at this much above itself, so that the share does not end below it
 
 
@@ -175,27 +174,6 @@ class Tally:
         self.n_filters += groups.n_filters[g]
         self.grounded += groups.grounded[g]
 
-    def loss_if(self, groups: Groups, head: np.ndarray, goal: Goal) -> np.ndarray:
-        """Per candidate group of ``head``: the distance of the shares from their targets once it is added."""
-        size = groups.size[head].astype(float)
-        records = self.records + size
-        queries = self.queries[None, :] + np.eye(len(self.queries))[groups.query[head]] * size[:, None]
-        fams = self.families[None, :] + groups.families[head]
-        q_share = queries / records[:, None]
-        f_share = fams / np.maximum(fams.sum(axis=1, keepdims=True), 1)
-        below_floor = np.maximum(goal.floors[None, :] + FLOOR_MARGIN - f_share, 0.0)
-        loss = (
-            ((q_share - goal.queries[None, :]) ** 2).sum(axis=1)
-            + ((f_share - goal.families[None, :]) ** 2).sum(axis=1)
-            + FLOOR_WEIGHT * (below_floor**2).sum(axis=1)
-        )
-        if goal.n_filters is not None:
-            n_share = (self.n_filters[None, :] + groups.n_filters[head]) / records[:, None]
-            loss += ((n_share - goal.n_filters[None, :]) ** 2).sum(axis=1)
-        if goal.grounded is not None:
-            loss += ((self.grounded + groups.grounded[head]) / records - goal.grounded) ** 2
-        return loss
-
 
 @dataclass(frozen=True)
 class Goal:
@@ -239,47 +217,107 @@ def remaining_goal(goal: Goal, done: Tally, records: float) -> Goal:
     )
 
 
+SHARE_TOLERANCE = 0.03  # a share's distance from its target is counted in units of this (the audit's least)
+SPREAD_WEIGHT = 0.01  # beside the largest distance, the sum of all distances counts this much
+TIE_WEIGHT = 1e-4  # a seeded cost per record that tells equally good groups apart
+
+
+def share_rows(
+    groups: Groups, idx: np.ndarray, goal: Goal, records: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shares the composition steers, as rows over the groups ``idx``: a row's product with the choice
+    vector is the share's distance from its target in its own unit (records, or filters for the families),
+    scaled so that ``SHARE_TOLERANCE`` of the share is 1. Also per row whether it is two-sided (a floor
+    counts only below)."""
+    size = groups.size[idx].astype(float)
+    filters = groups.families[idx].sum(axis=1).astype(float)
+    filter_unit = SHARE_TOLERANCE * records * filters.sum() / max(size.sum(), 1.0)
+    record_unit = SHARE_TOLERANCE * records
+    rows, two_sided = [], []
+
+    def add(amount: np.ndarray, base: np.ndarray, target: float, unit: float, both: bool = True) -> None:
+        rows.append((amount - target * base) / max(unit, 1e-9))
+        two_sided.append(both)
+
+    for q, target in enumerate(goal.queries):
+        add(np.where(groups.query[idx] == q, size, 0.0), size, target, record_unit)
+    for f, target in enumerate(goal.families):
+        add(groups.families[idx, f].astype(float), filters, target, filter_unit)
+        if goal.floors[f] > 0:
+            add(groups.families[idx, f].astype(float), filters, goal.floors[f] + FLOOR_MARGIN, filter_unit, False)
+    if goal.n_filters is not None:
+        for k, target in enumerate(goal.n_filters):
+            add(groups.n_filters[idx, k].astype(float), size, target, record_unit)
+    if goal.grounded is not None:
+        add(groups.grounded[idx].astype(float), size, goal.grounded, record_unit)
+    return np.array(rows).reshape(len(rows), len(idx)), np.array(two_sided, dtype=bool), size
+
+
 def choose_groups(
     groups: Groups, members: np.ndarray, records: float, goal: Goal, rng: np.random.Generator
 ) -> list[int]:
-    """Groups (of ``members``) in the order chosen, until ``records`` are reached or none is left."""
-    # a kind: query type, filter families, number of filters (per record: the most common), grounded or not
-    shape = np.argmax(groups.n_filters, axis=1) * 2 + (groups.grounded * 2 > groups.size)
-    code = (groups.query * (1 << 20) + _signature_code(groups.families)) * 16 + shape
-    _, kind = np.unique(code, return_inverse=True)
-    kind = kind.ravel()
-    candidates = np.flatnonzero(members)
-    order = candidates[rng.permutation(len(candidates))]
-    queues = _queues(order, kind)
-    heads = {k: 0 for k in queues}
-    tally = Tally.empty(groups)
-    chosen: list[int] = []
-    while tally.records < records and heads:
-        kinds = sorted(heads)
-        head = np.array([queues[k][heads[k]] for k in kinds])
-        best = int(np.argmin(tally.loss_if(groups, head, goal)))
-        g, k = int(head[best]), kinds[best]
-        chosen.append(g)
-        tally.add(groups, g)
-        heads[k] += 1
-        if heads[k] == len(queues[k]):
-            del heads[k]
-    return chosen
+    """Groups (of ``members``) holding about ``records`` records whose shares stray least from the goal,
+    the most chosen first. A linear program (scipy's HiGHS) over a choice weight per group in [0, 1]
+    minimises the largest distance of any share from its target (in units of ``SHARE_TOLERANCE``, as the
+    audit judges each share by its bounds), then their sum, then a seeded cost per record; its solution is
+    whole but for a few groups (at most one per share), which are taken by weight while they fit."""
+    idx = np.flatnonzero(members)
+    if len(idx) == 0 or records <= 0:
+        return []
+    size = groups.size[idx].astype(float)
+    if size.sum() <= records:  # the pool is short: all of it
+        return idx[np.argsort(rng.random(len(idx)), kind="stable")].tolist()
+    rows, two_sided, size = share_rows(groups, idx, goal, records)
+    weight = solve_choice(rows, two_sided, size, records, rng.random(len(idx)))
+    order = np.lexsort((-rng.random(len(idx)), -weight))
+    whole = weight[order] >= 1 - 1e-6
+    chosen = list(idx[order][whole])
+    total = float(size[order][whole].sum())
+    for g, w in zip(idx[order][~whole], weight[order][~whole]):  # the fractional few, by weight
+        if w <= 1e-6 or total >= records:
+            break
+        if total + groups.size[g] / 2.0 <= records:
+            chosen.append(int(g))
+            total += groups.size[g]
+    return [int(g) for g in chosen]
 
 
-def _signature_code(families: np.ndarray) -> np.ndarray:
-    """One code per distinct row of family counts (per record: the counts' pattern, sizes aside)."""
-    present = (families > 0).astype(np.int64)
-    return present @ (1 << np.arange(families.shape[1], dtype=np.int64))
+def solve_choice(
+    rows: np.ndarray, two_sided: np.ndarray, size: np.ndarray, records: float, tie: np.ndarray
+) -> np.ndarray:
+    """The linear program of :func:`choose_groups`, its choice weight per group. Variables: x (per group),
+    then per share row its excess and its shortfall, then the largest distance t. Each row's product with x,
+    less its excess, plus its shortfall, is 0; the excess (of a two-sided row) and the shortfall are at
+    most t; the records chosen are ``records``."""
+    from scipy.optimize import linprog  # imported here: only composition needs it
+    from scipy.sparse import csr_matrix, hstack, identity, vstack
 
-
-def _queues(order: np.ndarray, kind: np.ndarray) -> dict[int, np.ndarray]:
-    by_kind = np.argsort(kind[order], kind="stable")
-    sorted_groups = order[by_kind]
-    sorted_kinds = kind[sorted_groups]
-    starts = np.flatnonzero(np.r_[True, sorted_kinds[1:] != sorted_kinds[:-1]]) if len(order) else np.zeros(0, int)
-    ends = np.r_[starts[1:], len(order)]
-    return {int(sorted_kinds[s]): sorted_groups[s:e] for s, e in zip(starts, ends)}
+    m, n = rows.shape
+    eye = identity(m, format="csr")
+    t_column = csr_matrix(np.ones((m, 1)))
+    shares = hstack([csr_matrix(rows), -eye, eye, csr_matrix((m, 1))])
+    total = hstack([csr_matrix(size[None, :]), csr_matrix((1, 2 * m + 1))])
+    excess_at_most_t = hstack([csr_matrix((m, n)), eye, csr_matrix((m, m)), -t_column])[np.flatnonzero(two_sided)]
+    shortfall_at_most_t = hstack([csr_matrix((m, n)), csr_matrix((m, m)), eye, -t_column])
+    cost = np.r_[
+        TIE_WEIGHT * tie * size / max(float(size.mean()), 1.0),
+        SPREAD_WEIGHT * two_sided,  # a floor's excess costs nothing
+        SPREAD_WEIGHT * np.ones(m),
+        1.0,
+    ]
+    upper = vstack([excess_at_most_t, shortfall_at_most_t])
+    result = linprog(
+        cost,
+        A_ub=upper,
+        b_ub=np.zeros(upper.shape[0]),
+        A_eq=vstack([shares, total]),
+        b_eq=np.r_[np.zeros(m), records],
+        bounds=[(0.0, 1.0)] * n + [(0.0, None)] * (2 * m + 1),
+        method="highs",
+    )
+    if result.status != 0:  # feasible whenever the pool holds more than the records wanted
+        raise RuntimeError(f"composition: the linear program failed: {result.message}")
+    return np.clip(result.x[:n], 0.0, 1.0)
 
 
 def trim_to(groups: Groups, chosen: list[int], records: float) -> list[int]:
