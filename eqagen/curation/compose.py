@@ -273,8 +273,8 @@ def choose_groups(
     whole = weight[order] >= 1 - 1e-6
     chosen = list(idx[order][whole])
     total = float(size[order][whole].sum())
-    for g, w in zip(idx[order][~whole], weight[order][~whole]):  # the fractional few, by weight
-        if w <= 1e-6 or total >= records:
+    for g in idx[order][~whole]:  # the fractional few by weight, then (rounding left room) the rest
+        if total >= records:
             break
         if total + groups.size[g] / 2.0 <= records:
             chosen.append(int(g))
