@@ -131,3 +131,34 @@ def combined_key(*codes: np.ndarray) -> np.ndarray:
         _, key = np.unique(key, return_inverse=True)  # re-densify so the radix product never overflows
         key = key.reshape(-1).astype(np.int64)
     return key
+
+
+# A key column derived from ``episode_id`` and ``program``: records with equal values (a grounded question, its
+# ungrounded twin) derive from one episode and program.
+TWIN = "twin"
+
+
+def twin_text(episode_id: pa.ChunkedArray | pa.Array, program: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The :data:`TWIN` column: the episode and its program as one string per row (null without a program)."""
+    if isinstance(episode_id, pa.ChunkedArray):
+        episode_id = episode_id.combine_chunks()
+    return pc.binary_join_element_wise(episode_id, program_text(program), "\x1c")
+
+
+def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A ``program`` struct column as one string per row (query, then the filters in their order): two rows
+    have the same text exactly when they hold the same program; null where the program is."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    query = column.field("query")
+    filters = column.field("filters")
+    flat = pc.list_flatten(filters)
+    parts = [pc.fill_null(flat.field(name), "") for name in ("family", "key", "value", "args")]
+    one = pc.binary_join_element_wise(*parts, "\x1f")
+    lengths = pc.fill_null(pc.list_value_length(filters), 0).to_numpy(zero_copy_only=False)
+    offsets = np.zeros(len(column) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), one), "\x1e")
+    head = [pc.fill_null(query.field(name), "") for name in ("name", "arg", "args")]
+    text = pc.binary_join_element_wise(*head, joined, "\x1d")
+    return pc.if_else(pc.is_valid(column), text, pa.scalar(None, pa.string()))  # no program: null

@@ -12,10 +12,11 @@ filters follow their targets, and the held-out partition supplies its share of t
   targets (squared distances; a family with a floor, the temporal one, weighs four times below its floor)
   is added, until the partition has its records or its queues run dry.
 
-The held-out partition is composed first (it is the smaller pool); where it falls short of its share, the
-seen partition is cut to keep the held-out share. A question text kept in the held-out partition is not
-kept in the seen one (each partition answers it among its own scenes, but one text in train and in test
-would be a leak).
+The held-out partition is composed first (it is the smaller pool); the seen partition then aims at what
+the held-out part leaves of the dataset's mix (:func:`remaining_goal`), and where the held-out part falls
+short of its share, the seen partition is cut to keep the held-out share. A question text kept in the
+held-out partition is not kept in the seen one (each partition answers it among its own scenes, but one
+text in train and in test would be a leak).
 """
 
 from __future__ import annotations
@@ -32,20 +33,26 @@ from eqagen.curation.partition import HELD_OUT, held_out_rows
 from eqagen.predicates.sampler import target_shares
 
 COMPOSE_COLUMNS = ("balance_key", "query_type", "filter_families", HELD_OUT)
-FLOOR_WEIGHT = 4.0  # how much more a share below its floor costs than the same distance above a target
 FLOOR_MARGIN = 0.01  # a floor is aimed at this much above itself, so that the share does not end below it
 
 
 TEMPORAL = "moment"  # the filter family whose share is also a floor: TAG-EQA's temporal questions, lost first
 
 
+MAX_FILTERS = 4  # a program has 1 to MAX_FILTERS filters
+
+
 @dataclass(frozen=True)
 class MixTargets:
-    """Target shares: of records per query type, of filters per family, and floors of filter shares."""
+    """Target shares: of records per query type, of filters per family, floors of filter shares, of records
+    per number of filters (keys 1..MAX_FILTERS; empty: not steered) and of grounded records (None: not
+    steered)."""
 
     queries: dict[str, float]
     families: dict[str, float]
     floors: dict[str, float] = field(default_factory=dict)
+    n_filters: dict[int, float] = field(default_factory=dict)
+    grounded: float | None = None
 
 
 def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[str, float]:
@@ -54,14 +61,28 @@ def normalised_targets(names: Sequence[str], mix: Mapping[str, float]) -> dict[s
     return {n: round(share, 6) for n, (share, _) in zip(names, target_shares(tuple(names), dict(mix)))}
 
 
+def n_filters_targets(n_filters_mix: Mapping[int, float]) -> dict[int, float]:
+    """Share of records per number of filters, 1..MAX_FILTERS: the mix normalised over its own keys, as the
+    sampler draws from them (a number it does not name: 0)."""
+    total = sum(max(float(w), 0.0) for w in n_filters_mix.values())
+    return {n: round(max(float(n_filters_mix.get(n, 0.0)), 0.0) / total, 6) for n in range(1, MAX_FILTERS + 1)}
+
+
 def mix_targets(
-    query_mix: Mapping[str, float], family_mix: Mapping[str, float], queries: Sequence[str], families: Sequence[str]
+    query_mix: Mapping[str, float],
+    family_mix: Mapping[str, float],
+    queries: Sequence[str],
+    families: Sequence[str],
+    n_filters_mix: Mapping[int, float] | None = None,
+    grounded_share: float | None = None,
 ) -> MixTargets:
     """What a dataset's mix must be (the composition aims at it, the audit judges it): the config's mixes over
-    the query types and filter families named, and the temporal family's share as its floor."""
+    the query types and filter families named, the temporal family's share as its floor, the shares of
+    records per number of filters and the grounded share."""
     family_targets = normalised_targets(families, family_mix)
     floors = {TEMPORAL: family_targets[TEMPORAL]} if family_targets.get(TEMPORAL) else {}
-    return MixTargets(normalised_targets(queries, query_mix), family_targets, floors)
+    n_filters = n_filters_targets(n_filters_mix) if n_filters_mix else {}
+    return MixTargets(normalised_targets(queries, query_mix), family_targets, floors, n_filters, grounded_share)
 
 
 @dataclass
@@ -74,6 +95,8 @@ class Groups:
     key: np.ndarray  # balance_key code (shared by a text's groups in both partitions)
     query: np.ndarray  # index into the query names
     families: np.ndarray  # [groups, families]: filters of each family over the group's records
+    n_filters: np.ndarray  # [groups, MAX_FILTERS]: the group's records with 1..MAX_FILTERS filters
+    grounded: np.ndarray  # the group's grounded records
     query_names: list[str]
     family_names: list[str]
 
@@ -99,6 +122,13 @@ def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
     per_signature = np.array(
         [[str(s).split("+").count(f) for f in family_names] for s in signature_values], dtype=np.int64
     ).reshape(len(signature_values), len(family_names))
+    counts = np.array([len([f for f in str(v).split("+") if f]) for v in signature_values], dtype=np.int64)
+    per_count = np.eye(MAX_FILTERS + 1, dtype=np.int64)[np.minimum(counts, MAX_FILTERS)][:, 1:]
+    grounded = (
+        np.asarray(table.column("grounded").to_numpy(zero_copy_only=False), dtype=bool)
+        if "grounded" in table.column_names
+        else np.zeros(table.num_rows, dtype=bool)
+    )
     size = np.bincount(of_row, minlength=n)
     query_names = sorted(set(targets.queries) | set(map(str, query_values)))
     query_index = np.array([query_names.index(str(q)) for q in query_values], dtype=np.int64)
@@ -109,6 +139,10 @@ def read_groups(table: pa.Table, targets: MixTargets) -> Groups:
         key=key[first],
         query=query_index[queries[first]],
         families=per_signature[signatures[first]] * size[:, None],
+        n_filters=np.stack(
+            [np.bincount(of_row, weights=per_count[signatures, k], minlength=n) for k in range(MAX_FILTERS)], axis=1
+        ).reshape(n, MAX_FILTERS),
+        grounded=np.bincount(of_row, weights=grounded, minlength=n),
         query_names=query_names,
         family_names=family_names,
     )
@@ -120,25 +154,25 @@ def target_vector(names: list[str], shares: dict[str, float]) -> np.ndarray:
 
 @dataclass
 class Tally:
-    """What has been chosen so far: records, records per query type, filters per family."""
+    """What has been chosen so far: records, records per query type, filters per family, records per number
+    of filters, grounded records."""
 
     records: float
     queries: np.ndarray
     families: np.ndarray
+    n_filters: np.ndarray
+    grounded: float = 0.0
 
-    def loss_if(self, size: np.ndarray, query: np.ndarray, families: np.ndarray, goal: Goal) -> np.ndarray:
-        """Per candidate (arrays over candidates): the distance of the shares from their targets once added."""
-        records = self.records + size
-        queries = self.queries[None, :] + np.eye(len(self.queries))[query] * size[:, None]
-        fams = self.families[None, :] + families
-        q_share = queries / records[:, None]
-        f_share = fams / np.maximum(fams.sum(axis=1, keepdims=True), 1)
-        below_floor = np.maximum(goal.floors[None, :] + FLOOR_MARGIN - f_share, 0.0)
-        return (
-            ((q_share - goal.queries[None, :]) ** 2).sum(axis=1)
-            + ((f_share - goal.families[None, :]) ** 2).sum(axis=1)
-            + FLOOR_WEIGHT * (below_floor**2).sum(axis=1)
-        )
+    @classmethod
+    def empty(cls, groups: Groups) -> Tally:
+        return cls(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)), np.zeros(MAX_FILTERS))
+
+    def add(self, groups: Groups, g: int) -> None:
+        self.records += groups.size[g]
+        self.queries[groups.query[g]] += groups.size[g]
+        self.families += groups.families[g]
+        self.n_filters += groups.n_filters[g]
+        self.grounded += groups.grounded[g]
 
 
 @dataclass(frozen=True)
@@ -146,49 +180,144 @@ class Goal:
     queries: np.ndarray
     families: np.ndarray
     floors: np.ndarray
+    n_filters: np.ndarray | None = None  # [MAX_FILTERS] shares of records with 1..MAX_FILTERS filters
+    grounded: float | None = None
+
+
+def tally_of(groups: Groups, chosen: list[int]) -> Tally:
+    tally = Tally.empty(groups)
+    for g in chosen:
+        tally.add(groups, g)
+    return tally
+
+
+def remaining_goal(goal: Goal, done: Tally, records: float) -> Goal:
+    """The goal of the ``records`` still to choose, so that they and ``done`` together meet ``goal``: the
+    dataset's mix is what the audit judges, and the held-out partition (composed first, from the smaller
+    pool) can fall short of a scarce kind that the seen partition then makes up for."""
+    if done.records <= 0 or records <= 0:
+        return goal
+    total = done.records + records
+
+    def rest(target: np.ndarray, have: np.ndarray, have_total: float, rest_total: float) -> np.ndarray:
+        need = np.maximum(target * (have_total + rest_total) - have, 0.0)
+        return need / need.sum() if need.sum() > 0 else target
+
+    filters_done = float(done.families.sum())
+    filters_rest = filters_done * records / done.records  # filters per record as in the chosen part
+    floors = np.where(
+        goal.floors > 0, np.maximum(goal.floors * (filters_done + filters_rest) - done.families, 0.0), 0.0
+    ) / max(filters_rest, 1.0)
+    return Goal(
+        rest(goal.queries, done.queries, done.records, records),
+        rest(goal.families, done.families, filters_done, filters_rest),
+        floors,
+        None if goal.n_filters is None else rest(goal.n_filters, done.n_filters, done.records, records),
+        None if goal.grounded is None else float(np.clip((goal.grounded * total - done.grounded) / records, 0, 1)),
+    )
+
+
+SHARE_TOLERANCE = 0.03  # a share's distance from its target is counted in units of this (the audit's least)
+SPREAD_WEIGHT = 0.01  # beside the largest distance, the sum of all distances counts this much
+TIE_WEIGHT = 1e-4  # a seeded cost per record that tells equally good groups apart
+
+
+def share_rows(
+    groups: Groups, idx: np.ndarray, goal: Goal, records: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shares the composition steers, as rows over the groups ``idx``: a row's product with the choice
+    vector is the share's distance from its target in its own unit (records, or filters for the families),
+    scaled so that ``SHARE_TOLERANCE`` of the share is 1. Also per row whether it is two-sided (a floor
+    counts only below)."""
+    size = groups.size[idx].astype(float)
+    filters = groups.families[idx].sum(axis=1).astype(float)
+    filter_unit = SHARE_TOLERANCE * records * filters.sum() / max(size.sum(), 1.0)
+    record_unit = SHARE_TOLERANCE * records
+    rows, two_sided = [], []
+
+    def add(amount: np.ndarray, base: np.ndarray, target: float, unit: float, both: bool = True) -> None:
+        rows.append((amount - target * base) / max(unit, 1e-9))
+        two_sided.append(both)
+
+    for q, target in enumerate(goal.queries):
+        add(np.where(groups.query[idx] == q, size, 0.0), size, target, record_unit)
+    for f, target in enumerate(goal.families):
+        add(groups.families[idx, f].astype(float), filters, target, filter_unit)
+        if goal.floors[f] > 0:
+            add(groups.families[idx, f].astype(float), filters, goal.floors[f] + FLOOR_MARGIN, filter_unit, False)
+    if goal.n_filters is not None:
+        for k, target in enumerate(goal.n_filters):
+            add(groups.n_filters[idx, k].astype(float), size, target, record_unit)
+    if goal.grounded is not None:
+        add(groups.grounded[idx].astype(float), size, goal.grounded, record_unit)
+    return np.array(rows).reshape(len(rows), len(idx)), np.array(two_sided, dtype=bool), size
 
 
 def choose_groups(
     groups: Groups, members: np.ndarray, records: float, goal: Goal, rng: np.random.Generator
 ) -> list[int]:
-    """Groups (of ``members``) in the order chosen, until ``records`` are reached or none is left."""
-    _, kind = np.unique(groups.query * (1 << 20) + _signature_code(groups.families), return_inverse=True)
-    kind = kind.ravel()
-    candidates = np.flatnonzero(members)
-    order = candidates[rng.permutation(len(candidates))]
-    queues = _queues(order, kind)
-    heads = {k: 0 for k in queues}
-    tally = Tally(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)))
-    chosen: list[int] = []
-    while tally.records < records and heads:
-        kinds = sorted(heads)
-        head = np.array([queues[k][heads[k]] for k in kinds])
-        loss = tally.loss_if(groups.size[head].astype(float), groups.query[head], groups.families[head], goal)
-        best = int(np.argmin(loss))
-        g, k = int(head[best]), kinds[best]
-        chosen.append(g)
-        tally.records += groups.size[g]
-        tally.queries[groups.query[g]] += groups.size[g]
-        tally.families += groups.families[g]
-        heads[k] += 1
-        if heads[k] == len(queues[k]):
-            del heads[k]
-    return chosen
+    """Groups (of ``members``) holding about ``records`` records whose shares stray least from the goal,
+    the most chosen first. A linear program (scipy's HiGHS) over a choice weight per group in [0, 1]
+    minimises the largest distance of any share from its target (in units of ``SHARE_TOLERANCE``, as the
+    audit judges each share by its bounds), then their sum, then a seeded cost per record; its solution is
+    whole but for a few groups (at most one per share), which are taken by weight while they fit."""
+    idx = np.flatnonzero(members)
+    if len(idx) == 0 or records <= 0:
+        return []
+    size = groups.size[idx].astype(float)
+    if size.sum() <= records:  # the pool is short: all of it
+        return idx[np.argsort(rng.random(len(idx)), kind="stable")].tolist()
+    rows, two_sided, size = share_rows(groups, idx, goal, records)
+    weight = solve_choice(rows, two_sided, size, records, rng.random(len(idx)))
+    order = np.lexsort((-rng.random(len(idx)), -weight))
+    whole = weight[order] >= 1 - 1e-6
+    chosen = list(idx[order][whole])
+    total = float(size[order][whole].sum())
+    for g in idx[order][~whole]:  # the fractional few by weight, then (rounding left room) the rest
+        if total >= records:
+            break
+        if total + groups.size[g] / 2.0 <= records:
+            chosen.append(int(g))
+            total += groups.size[g]
+    return [int(g) for g in chosen]
 
 
-def _signature_code(families: np.ndarray) -> np.ndarray:
-    """One code per distinct row of family counts (per record: the counts' pattern, sizes aside)."""
-    present = (families > 0).astype(np.int64)
-    return present @ (1 << np.arange(families.shape[1], dtype=np.int64))
+def solve_choice(
+    rows: np.ndarray, two_sided: np.ndarray, size: np.ndarray, records: float, tie: np.ndarray
+) -> np.ndarray:
+    """The linear program of :func:`choose_groups`, its choice weight per group. Variables: x (per group),
+    then per share row its excess and its shortfall, then the largest distance t. Each row's product with x,
+    less its excess, plus its shortfall, is 0; the excess (of a two-sided row) and the shortfall are at
+    most t; the records chosen are ``records``."""
+    from scipy.optimize import linprog  # imported here: only composition needs it
+    from scipy.sparse import csr_matrix, hstack, identity, vstack
 
-
-def _queues(order: np.ndarray, kind: np.ndarray) -> dict[int, np.ndarray]:
-    by_kind = np.argsort(kind[order], kind="stable")
-    sorted_groups = order[by_kind]
-    sorted_kinds = kind[sorted_groups]
-    starts = np.flatnonzero(np.r_[True, sorted_kinds[1:] != sorted_kinds[:-1]]) if len(order) else np.zeros(0, int)
-    ends = np.r_[starts[1:], len(order)]
-    return {int(sorted_kinds[s]): sorted_groups[s:e] for s, e in zip(starts, ends)}
+    m, n = rows.shape
+    eye = identity(m, format="csr")
+    t_column = csr_matrix(np.ones((m, 1)))
+    shares = hstack([csr_matrix(rows), -eye, eye, csr_matrix((m, 1))])
+    total = hstack([csr_matrix(size[None, :]), csr_matrix((1, 2 * m + 1))])
+    excess_at_most_t = hstack([csr_matrix((m, n)), eye, csr_matrix((m, m)), -t_column])[np.flatnonzero(two_sided)]
+    shortfall_at_most_t = hstack([csr_matrix((m, n)), csr_matrix((m, m)), eye, -t_column])
+    cost = np.r_[
+        TIE_WEIGHT * tie * size / max(float(size.mean()), 1.0),
+        SPREAD_WEIGHT * two_sided,  # a floor's excess costs nothing
+        SPREAD_WEIGHT * np.ones(m),
+        1.0,
+    ]
+    upper = vstack([excess_at_most_t, shortfall_at_most_t])
+    result = linprog(
+        cost,
+        A_ub=upper,
+        b_ub=np.zeros(upper.shape[0]),
+        A_eq=vstack([shares, total]),
+        b_eq=np.r_[np.zeros(m), records],
+        bounds=[(0.0, 1.0)] * n + [(0.0, None)] * (2 * m + 1),
+        method="highs",
+    )
+    if result.status != 0:  # feasible whenever the pool holds more than the records wanted
+        raise RuntimeError(f"composition: the linear program failed: {result.message}")
+    return np.clip(result.x[:n], 0.0, 1.0)
 
 
 def trim_to(groups: Groups, chosen: list[int], records: float) -> list[int]:
@@ -231,6 +360,8 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
         target_vector(groups.query_names, targets.queries),
         target_vector(groups.family_names, targets.families),
         target_vector(groups.family_names, targets.floors),
+        np.array([targets.n_filters.get(n, 0.0) for n in range(1, MAX_FILTERS + 1)]) if targets.n_filters else None,
+        targets.grounded if "grounded" in table.column_names else None,
     )
     want_seen, want_held = partition_records(groups, records, held_share)
     rng = derive_rng(seed, "curation", "compose")
@@ -241,7 +372,8 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
         want_seen = min(want_seen, got_held * (1 - held_share) / held_share)
     taken_keys = np.zeros(int(groups.key.max()) + 1 if len(groups.key) else 0, dtype=bool)
     taken_keys[groups.key[held]] = True
-    seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, goal, rng)
+    seen_goal = remaining_goal(goal, tally_of(groups, held), want_seen)
+    seen = choose_groups(groups, ~groups.held & ~taken_keys[groups.key], want_seen, seen_goal, rng)
     if 0 < held_share < 1:  # the seen pool ran short in turn: the held-out groups chosen last go
         held = trim_to(groups, held, float(groups.size[seen].sum()) * held_share / (1 - held_share))
 
@@ -254,25 +386,35 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
 
 
 def shares(groups: Groups, chosen: np.ndarray) -> dict[str, dict[str, float]]:
-    records = groups.size[chosen].sum()
+    records = max(groups.size[chosen].sum(), 1)
     queries = np.bincount(groups.query[chosen], weights=groups.size[chosen], minlength=len(groups.query_names))
     families = groups.families[chosen].sum(axis=0)
+    n_filters = groups.n_filters[chosen].sum(axis=0)
     return {
-        "query_type": {n: round(float(v / max(records, 1)), 4) for n, v in zip(groups.query_names, queries)},
+        "query_type": {n: round(float(v / records), 4) for n, v in zip(groups.query_names, queries)},
         "filter_family": {
             n: round(float(v / max(families.sum(), 1)), 4) for n, v in zip(groups.family_names, families)
         },
+        "n_filters": {str(k + 1): round(float(v / records), 4) for k, v in enumerate(n_filters)},
+        "grounded": {"share": round(float(groups.grounded[chosen].sum() / records), 4)},
     }
 
 
 def compose_stats(groups: Groups, keep: np.ndarray, seen: list[int], held: list[int], wanted, targets) -> dict:
     return {
-        "targets": {"query_type": targets.queries, "filter_family": targets.families, "floors": targets.floors},
+        "targets": {
+            "query_type": targets.queries,
+            "filter_family": targets.families,
+            "floors": targets.floors,
+            "n_filters": {str(n): v for n, v in targets.n_filters.items()},
+            "grounded": targets.grounded,
+        },
         "pool_records": {"seen": int(groups.size[~groups.held].sum()), "held_out": int(groups.size[groups.held].sum())},
         "wanted_records": {"seen": round(wanted[0], 1), "held_out": round(wanted[1], 1)},
         "chosen_records": {"seen": int(groups.size[seen].sum()), "held_out": int(groups.size[held].sum())},
         "chosen_groups": {"seen": len(seen), "held_out": len(held)},
         "shares": shares(groups, np.flatnonzero(keep)),
+        "pool_shares": shares(groups, np.arange(len(groups.size))),  # what the composition could choose from
     }
 
 
@@ -284,11 +426,25 @@ POOL_SLACK = 1.5
 FAMILY_SLACK = 0.9
 
 
-def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[str]]:
+@dataclass(frozen=True)
+class ScarceKinds:
+    """What another round of asking should ask more of (:func:`scarce_kinds`)."""
+
+    queries: set[str]
+    families: set[str]
+    n_filters: set[int]
+
+    def wants(self, query: str, families: list[str]) -> bool:
+        """Whether a program of this query type and these filters' families (one per filter) is scarce."""
+        return query in self.queries or len(families) in self.n_filters or any(f in self.families for f in families)
+
+
+def scarce_kinds(table: pa.Table, config: ComposeConfig) -> ScarceKinds:
     """The query types whose balanced records are fewer than ``POOL_SLACK`` times what the composition needs
-    of them (with no records given: whose share of the pool is below its target), and the filter families
-    whose share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most questions'
-    programs, so it is judged by its share: asking every question with it again would mostly add others)."""
+    of them (with no records given: whose share of the pool is below its target), the filter families whose
+    share of the pool's filters is below ``FAMILY_SLACK`` of their target or floor (a family is in most
+    questions' programs, so it is judged by its share: asking every question with it again would mostly add
+    others), and the numbers of filters whose records are short as the query types' are."""
     groups = read_groups(table, config.targets)
     records = groups.size.sum()
     want = config.records if config.records is not None else records
@@ -301,4 +457,6 @@ def scarce_kinds(table: pa.Table, config: ComposeConfig) -> tuple[set[str], set[
     aims = {n: max(config.targets.families.get(n, 0), config.targets.floors.get(n, 0)) for n in groups.family_names}
     share = families / max(families.sum(), 1)
     scarce_families = {n for n, have in zip(groups.family_names, share) if have < FAMILY_SLACK * aims[n]}
-    return scarce_queries, scarce_families
+    per_count = groups.n_filters.sum(axis=0)
+    scarce_counts = {n for n, aim in config.targets.n_filters.items() if per_count[n - 1] < slack * aim * want}
+    return ScarceKinds(scarce_queries, scarce_families, scarce_counts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,8 +28,9 @@ from eqagen.predicates.registry import world_support
 
 CRITERIA_COLUMNS = (
     "question_id", "scene_id", "family", "split", "query_type", "balance_key", "question", "paraphrase",
-    "program", "structured_answer",
+    "program", "structured_answer", "grounded",
 )  # fmt: skip
+OPTIONAL_COLUMNS = ("paraphrase", "grounded")  # a table without them: no paraphrase, no grounded record
 UNSEEN_TOLERANCE = 0.05  # held-out splits: unseen share within this of split.unseen_fraction
 MIX_TOLERANCE = 0.03  # a mix share within this of its target at least (more where the count is small)
 MIX_CONFIDENCE = 0.99  # the binomial interval a share drawn at its target falls in this often
@@ -67,6 +68,8 @@ class MethodTargets:
     query_mix: dict[str, float]
     family_mix: dict[str, float]
     world: str | None
+    n_filters_mix: dict[int, float] = field(default_factory=dict)
+    grounded_share: float | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None, questions: pa.Table) -> MethodTargets:
@@ -83,6 +86,8 @@ class MethodTargets:
             query_mix=dict(asked.query_mix),
             family_mix=dict(asked.family_mix),
             world=world or _most_common(questions, "family"),
+            n_filters_mix=dict(asked.n_filters_mix),
+            grounded_share=asked.grounded_share,
         )
 
 
@@ -232,7 +237,10 @@ MIX_TEST = (
 
 def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
     """Query-type shares (per record) and filter-family shares (per filter) against the config's mixes,
-    normalised over what the world family supports; the moment family at least its share."""
+    normalised over what the world family supports; the moment family at least its share; the shares of
+    records with 1 to 4 filters against ``n_filters_mix`` (normalised over its own keys, as the sampler
+    draws), and the share of grounded records against ``grounded_share`` (where the table says which are),
+    each within :func:`share_bounds` for its count."""
     supported = _supported(targets.world)
     query_counts = Counter(questions["query_type"].to_pylist())
     filters = pc.list_flatten(questions["program"].combine_chunks().field("filters"))
@@ -241,13 +249,25 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         sorted(set(targets.query_mix) | set(query_counts)),
         sorted(set(targets.family_mix) | set(family_counts)),
     )
-    goal = mix_targets(targets.query_mix, targets.family_mix, queries, families)
+    goal = mix_targets(
+        targets.query_mix, targets.family_mix, queries, families, targets.n_filters_mix, targets.grounded_share
+    )
     query_targets, family_targets = goal.queries, goal.families
     measured: dict[str, Any] = {
         "query_type": judged_shares(query_counts, query_targets),
         "filter_family": judged_shares(family_counts, family_targets),
     }
     missed = _missed_shares("query", measured["query_type"]) + _missed_shares("family", measured["filter_family"])
+    if goal.n_filters:  # records per number of filters: TAG-EQA's multi-factor questions are its point
+        lengths = pc.list_value_length(questions["program"].combine_chunks().field("filters")).to_pylist()
+        counts = Counter(str(n) for n in lengths if n)  # of the records with filters
+        n_targets = {str(n): share for n, share in goal.n_filters.items()}
+        measured["n_filters"] = judged_shares(counts, n_targets)
+        missed += _missed_shares("filters", measured["n_filters"])
+    if goal.grounded is not None and "grounded" in questions.column_names:
+        grounded = pc.fill_null(questions["grounded"], False).to_pylist()
+        measured["grounded"] = judged_shares(Counter(map(bool, grounded)), {True: goal.grounded})[True]
+        missed += _missed_shares("grounded", {"share": measured["grounded"]})
     unsupported = sorted((set(query_counts) - set(queries)) | (set(family_counts) - set(families)))
     if unsupported:
         measured["unsupported"] = {"names": ", ".join(unsupported), "ok": False}
@@ -258,7 +278,8 @@ def mix(questions: pa.Table, targets: MethodTargets) -> Criterion:
         measured["moment_floor"] = {"share": share, "minimum": moment, "ok": share >= moment - 1e-9}
         if not measured["moment_floor"]["ok"]:
             missed.append(f"moment {share:.3f} below {moment:.3f}")
-    target = "the config's mix" + (f"; moment >= {moment:.3f}" if moment else "")
+    target = "the config's mix (query types, filter families, filters per question, grounded share)"
+    target += f"; moment >= {moment:.3f}" if moment else ""
     n = f"{sum(query_counts.values())} records, {sum(family_counts.values())} filters"
     detail = f"{n}: all shares within bounds" if not missed else f"{n}: missed: " + ", ".join(missed)
     test = MIX_TEST + ("; the moment family's share at least its target" if moment else "")
@@ -311,6 +332,36 @@ def text_model_answers(
         min(options, key=lambda c, row=row: (-(row[column[c]] if c in column else 0.0), c))
         for options, row in zip(choices, probabilities)
     ]
+
+
+def anchored_values(questions: pa.Table) -> list[list[tuple[tuple, str]]]:
+    """Per record, ``(anchor coordinates, value)`` of each answer group that has an anchor."""
+    return [
+        [(tuple(g["anchor"]), g["value"] or "") for g in groups or () if g["anchor"] is not None]
+        for groups in questions["structured_answer"].to_pylist()
+    ]
+
+
+def coordinate_memory_answers(questions: pa.Table, setup: BlindSetup) -> list[str]:
+    """A blind model that memorises coordinates: every anchor named in a train record (a grounded question's,
+    an ungrounded answer's group labels) with the value its group had; a grounded test record is answered with
+    the choice its anchor's coordinates were seen with most in train (ties: the smallest), any other test
+    record as the majority model answers it. Above chance only where a record's coordinates and answer
+    reach train through another record: a twin of it in another split."""
+    anchored = anchored_values(questions)
+    has_grounded = "grounded" in questions.column_names  # a table without it names no coordinates in questions
+    grounded = [bool(g) for g in questions["grounded"].to_pylist()] if has_grounded else [False] * questions.num_rows
+    memory: dict[tuple, Counter] = defaultdict(Counter)
+    for i in setup.train:
+        for anchor, value in anchored[i]:
+            memory[anchor][value] += 1
+    fallback = majority_answers(setup.keys, setup.contents, setup.test)
+    out = []
+    for i, choices, default in zip(setup.test, setup.choices, fallback):
+        seen = memory.get(anchored[i][0][0]) if grounded[i] and anchored[i] else None
+        known = [c for c in choices if seen and seen[c]]
+        out.append(min(known, key=lambda c: (-seen[c], c)) if known else default)
+    return out
 
 
 def paraphrased_texts(questions: pa.Table) -> list[str]:
@@ -426,10 +477,15 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def accuracy_against_chance(
-    answers: Sequence[str], truth: Sequence[str], chance: np.ndarray, query_types: Sequence[str]
+    answers: Sequence[str],
+    truth: Sequence[str],
+    chance: np.ndarray,
+    query_types: Sequence[str],
+    grounded: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Accuracy, chance and the binomial test's p-value overall and per query type. Overall also the 2-point
-    rule (|accuracy - chance| <= BLIND_TOLERANCE), judged where 2 points are at least
+    """Accuracy, chance and the binomial test's p-value overall, per query type and on the grounded records
+    (where ``grounded`` marks some: their coordinates are what a memorising model could exploit). Overall
+    also the 2-point rule (|accuracy - chance| <= BLIND_TOLERANCE), judged where 2 points are at least
     TOLERANCE_STANDARD_ERRORS standard errors of a guesser at chance on these records (None below)."""
     hits = np.array([a == t for a, t in zip(answers, truth)], dtype=bool)
     types = np.array(query_types, dtype=object)
@@ -447,14 +503,22 @@ def accuracy_against_chance(
     within = abs(overall["accuracy"] - overall["chance"]) <= BLIND_TOLERANCE + 1e-9
     overall["within_2_points"] = within if meaningful else None
     per_type = {q: tested(types == q) for q in sorted(set(query_types))}
-    return {"overall": overall, "per_query_type": per_type}
+    result = {"overall": overall, "per_query_type": per_type}
+    if grounded is not None and grounded.any():
+        result["grounded"] = tested(grounded)
+    return result
+
+
+def blind_scopes(result: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One model's tests: overall, per query type and on the grounded records (where tested)."""
+    grounded = [("grounded", result["grounded"])] if "grounded" in result else []
+    return [("overall", result["overall"]), *result["per_query_type"].items(), *grounded]
 
 
 def judge_blind(measured: dict[str, dict[str, Any]]) -> list[str]:
-    """Holm over every test of ``measured`` (each model overall and per query type): sets each test's
-    ``p_holm`` and ``ok`` in place and returns what was missed, one phrase each."""
-    tests = [(m, scope, r) for m, result in measured.items()
-             for scope, r in [("overall", result["overall"]), *result["per_query_type"].items()]]  # fmt: skip
+    """Holm over every test of ``measured`` (each model overall, per query type and on the grounded
+    records): sets each test's ``p_holm`` and ``ok`` in place and returns what was missed, one phrase each."""
+    tests = [(m, scope, r) for m, result in measured.items() for scope, r in blind_scopes(result)]
     missed = []
     for (model, scope, r), adjusted in zip(tests, holm([r["p_value"] for _, _, r in tests])):
         r["p_holm"] = round(adjusted, 6)
@@ -469,10 +533,19 @@ def judge_blind(measured: dict[str, dict[str, Any]]) -> list[str]:
 
 
 BLIND_TEST = (
-    f"exact two-sided binomial test of each model's hits against chance, overall and per query type, Holm-"
-    f"corrected over all of them: none rejects at {ALPHA}; overall |accuracy - chance| <= {BLIND_TOLERANCE} "
+    f"exact two-sided binomial test of each model's hits against chance, overall, per query type and on "
+    f"the grounded records, Holm-corrected over all of them: none rejects at {ALPHA}; "
+    f"overall |accuracy - chance| <= {BLIND_TOLERANCE} "
     f"where {BLIND_TOLERANCE} is at least {TOLERANCE_STANDARD_ERRORS:g} standard errors at chance"
 )
+
+
+def test_grounded(questions: pa.Table, setup: BlindSetup) -> np.ndarray | None:
+    """Per test record (in ``setup.test`` order) whether it is grounded; None where the table does not say."""
+    if "grounded" not in questions.column_names:
+        return None
+    grounded = np.asarray(pc.fill_null(questions["grounded"], False).to_pylist(), dtype=bool)
+    return grounded[setup.test]
 
 
 def blind_baselines(
@@ -482,7 +555,7 @@ def blind_baselines(
     the record's balance group): the majority content per question, and the TF-IDF text model on the
     template and on the paraphrased text. ``text_answers``: the text models' answers where they were fitted
     elsewhere (:func:`text_model_fits`, one unit per model and query type); fitted here if None."""
-    name, target = "blind_baselines", "accuracy at chance, overall and per query type"
+    name, target = "blind_baselines", "accuracy at chance, overall, per query type and on grounded records"
     contents = answer_contents(questions) if contents is None else contents
     setup = blind_setup(questions, contents)
     if len(setup.test) == 0:
@@ -492,12 +565,16 @@ def blind_baselines(
     models = {
         "majority": majority_answers(setup.keys, contents, setup.test),
         **{m: text_model_all_answers(setup, m, text_answers) for m in TEXT_MODELS},
+        "coordinate_memory": coordinate_memory_answers(questions, setup),
     }
     chance = setup.chance
-    measured = {m: accuracy_against_chance(a, setup.truth, chance, setup.test_types) for m, a in models.items()}
+    grounded = test_grounded(questions, setup)
+    measured = {
+        m: accuracy_against_chance(a, setup.truth, chance, setup.test_types, grounded) for m, a in models.items()
+    }
     missed = judge_blind(measured)
-    n_tests = sum(1 + len(r["per_query_type"]) for r in measured.values())
-    lowest = min(r["p_holm"] for m in measured.values() for r in [m["overall"], *m["per_query_type"].values()])
+    n_tests = sum(len(blind_scopes(r)) for r in measured.values())
+    lowest = min(r["p_holm"] for m in measured.values() for _, r in blind_scopes(m))
     two_points = next(iter(measured.values()))["overall"]["within_2_points"]
     rule = "judged" if two_points is not None else f"not judged: {len(setup.test)} test records are too few"
     overall = ", ".join(f"{m} {r['overall']['accuracy']:.3f}" for m, r in measured.items())
@@ -517,7 +594,7 @@ def method_criteria(
     """Every criterion, by name, as stats.json holds them: ``{ok, measured, target, detail}`` (``text_answers``:
     the blind text models' answers where they were fitted elsewhere; ``contents``: the records'
     :func:`answer_contents` where already made)."""
-    missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c != "paraphrase"]
+    missing = [c for c in CRITERIA_COLUMNS if c not in questions.column_names and c not in OPTIONAL_COLUMNS]
     if missing:
         raise DataFileError("questions table", missing[0], "missing: the method criteria need it", REGENERATE)
     targets = MethodTargets.from_config(config, questions)

@@ -1,10 +1,11 @@
 """Stratified train/val/test splits that keep balance groups whole and hold scenes out of train.
 
-``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), so
-every split stays balanced. A set of held-out scenes is chosen first: a run of consecutive scene
-blocks (see ``SCENE_BLOCKS``; balancing clusters each question's scenes in a few neighbouring
-blocks) large enough that its records make up ``unseen_fraction`` of val and test. Every group that
-touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
+``by="question"`` (the default): the unit is a balance group (all records of one ``balance_key``), joined
+with the groups of the same episode and program's other records (``twin_units``), so every split stays
+balanced and a grounded question is in the split of its ungrounded twin. A set of held-out scenes is
+chosen first: a run of consecutive scene blocks (see ``SCENE_BLOCKS``; balancing clusters each question's
+scenes in a few neighbouring blocks) large enough that its records make up ``unseen_fraction`` of val and
+test. Every group that touches a held-out scene must go to val or test. Then, stratum by stratum (family, query type,
 filter-family signature, grounded), groups are given to val+test (forced groups first) and to train
 in the target proportions, carrying the rounding over from one stratum to the next so that the
 totals match; the same is done between val and test, separately for forced and free groups, so
@@ -20,16 +21,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from eqagen.core import SPLITS, derive_rng
 from eqagen.curation.balance import blind_baseline_codes
 from eqagen.curation.columns import (
     SCENE_BLOCKS,
+    TWIN,
     combined_key,
     encode,
     joined_list_column,
     require_columns,
     scene_ring,
+    twin_text,
 )
 from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_rows
@@ -77,6 +83,7 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
     scene, scene_values = encode(table.column("scene_id"))
     stratum, stratum_names = strata(table, config.stratify_by)
     group, _ = encode(table.column("balance_key"))
+    unit = twin_units(table, group)
     rng = derive_rng(seed, "curation", "split", config.by)
     held_out = np.zeros(len(scene_values), dtype=bool)
     if config.split_file is not None:
@@ -87,15 +94,40 @@ def assign_splits(table: pa.Table, config: SplitConfig, seed: int) -> SplitAssig
         units = make_units(scene, stratum, rng)
         assignment = allocate(units, np.zeros(len(units.size), bool), config.ratios)[units.of_row]
     elif HELD_OUT in table.column_names:  # the scenes were partitioned before balancing: hold that partition out
-        units = make_units(group, stratum, rng)
+        units = make_units(unit, stratum, rng)
         assignment, held_out = split_by_partition(scene, units, table.column(HELD_OUT), len(scene_values), config)
     else:
-        units = make_units(group, stratum, rng)
+        units = make_units(unit, stratum, rng)
         assignment, held_out = split_by_question(scene, units, scene_values, config, rng)
     answer = encode(table.column("answer_key"))[0] if "answer_key" in table.column_names else None
     codes = {"scene": scene, "group": group, "answer": answer, "stratum": stratum}
     stats = split_stats(assignment, codes, held_out, stratum_names, config)
     return SplitAssignment(assignment.astype(np.int8), held_out, scene_values, stats)
+
+
+def twin_units(table: pa.Table, group: np.ndarray) -> np.ndarray:
+    """Per row its unit: the balance groups (``group`` codes) joined wherever records of one episode and
+    program sit in both (a grounded question and its ungrounded twin have their own balance keys), so that
+    every record derived from one episode and program goes to one split: a twin in train would give a test
+    record's answer away (the ungrounded answer names each anchor's coordinates with its group's value).
+    Read from the :data:`TWIN` key column, else from ``episode_id`` and ``program``; a table with neither
+    (a synthetic pool) has no twins: the groups themselves."""
+    names = set(table.column_names)
+    if TWIN in names:
+        text = table.column(TWIN)
+    elif {"episode_id", "program"} <= names:
+        text = twin_text(table.column("episode_id"), table.column("program"))
+    else:
+        return group
+    if len(group) == 0:
+        return group
+    has = pc.is_valid(text).to_numpy(zero_copy_only=False)  # a row without a program has no twin
+    twin = encode(pc.fill_null(text, ""))[0][has]
+    first = np.zeros(int(twin.max()) + 1 if len(twin) else 0, dtype=np.int64)
+    first[twin[::-1]] = group[has][::-1]  # the group of each program's first record
+    n = int(group.max()) + 1
+    links = coo_matrix((np.ones(len(twin)), (group[has], first[twin])), shape=(n, n))
+    return connected_components(links, directed=False)[1].astype(np.int64)[group]
 
 
 def strata(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, list[str]]:
@@ -266,9 +298,10 @@ def allocate(units: Units, forced: np.ndarray, ratios: tuple[float, float, float
 
 def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarray:
     """Divide the units (of ``among``) so that ``share`` of each stratum's records are taken: within a
-    stratum, largest first, each unit goes to the side further below its target (ties: to the side
-    further below its target over all strata so far). Each stratum is then within one unit of its
-    share, and the total too."""
+    stratum, largest first, each unit goes to the side further below its target, unless either side
+    would keep the stratum within this unit of its target; then it goes to the side further below its
+    target over all units so far. Each stratum is then within one unit of its share, and the total
+    (which fixes each split's unseen share) within about one unit too."""
     idx = np.flatnonzero(among)
     order = idx[np.lexsort((units.key[idx], -units.size[idx], units.stratum[idx]))]
     take = np.zeros(len(units.size), dtype=bool)
@@ -282,14 +315,16 @@ def take_interleaved(units: Units, among: np.ndarray, share: float) -> np.ndarra
         taken = left = 0.0
         for unit in order[lo:hi].tolist():
             size = float(units.size[unit])
-            below_take, below_leave = share * total - taken, (1 - share) * total - left
-            if below_take > below_leave or (below_take == below_leave and taken_all <= share * seen_all):
+            lead = (share * total - taken) - ((1 - share) * total - left)  # > 0: the taken side is further below
+            if abs(lead) < size:  # either side keeps the stratum within this unit: even out the total
+                lead = share * (seen_all + size) - (taken_all + size / 2.0)
+            if lead > 0:
                 take[unit] = True
                 taken += size
+                taken_all += size
             else:
                 left += size
-        taken_all += taken
-        seen_all += total
+            seen_all += size
     return take
 
 

@@ -135,7 +135,14 @@ def mix_targets(questions: QuestionConfig, family: str) -> MixTargets:
     from eqagen.predicates.registry import world_support
 
     support = world_support(family)
-    return compose_mix(questions.query_mix, questions.family_mix, sorted(support.queries), sorted(support.filters))
+    return compose_mix(
+        questions.query_mix,
+        questions.family_mix,
+        sorted(support.queries),
+        sorted(support.filters),
+        questions.n_filters_mix,
+        questions.grounded_share,
+    )
 
 
 def compose_section(config: PipelineConfig) -> ComposeConfig:

@@ -34,7 +34,7 @@ from eqagen.config import PipelineConfig
 from eqagen.core import Program, QARecord
 from eqagen.core.stages import StageLog, StageReport
 from eqagen.curation.audit import EpisodeParts, QuestionPartial, episode_partial, question_partial
-from eqagen.curation.columns import joined_list_column
+from eqagen.curation.columns import TWIN, joined_list_column, twin_text
 from eqagen.curation.compose import scarce_kinds
 from eqagen.curation.partition import HELD_OUT, held_out_column
 from eqagen.flows import stages
@@ -80,7 +80,7 @@ FILTER_FAMILIES = "filter_families"
 def key_columns(config: PipelineConfig) -> list[str]:
     """The questions columns the selection stages read, in the table's own order, then the derived ones."""
     wanted = {*BASE_KEY_COLUMNS, *config.split.stratify_by}
-    return [name for name in QUESTIONS_SCHEMA.names if name in wanted] + [FILTER_FAMILIES]
+    return [name for name in QUESTIONS_SCHEMA.names if name in wanted] + [FILTER_FAMILIES, TWIN]
 
 
 def filter_families(program: pa.ChunkedArray) -> pa.Array:
@@ -121,17 +121,21 @@ def is_text(field: pa.Field) -> bool:
 
 def encoded_columns(columns: list[str]) -> list[str]:
     """The key columns kept dictionary-encoded: the text ones but the (unique) question id."""
-    return [c for c in columns if c == FILTER_FAMILIES or (c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c)))]
+    derived = (FILTER_FAMILIES, TWIN)
+    return [c for c in columns if c in derived or (c != "question_id" and is_text(QUESTIONS_SCHEMA.field(c)))]
 
 
 def read_file_keys(path: Path, columns: list[str]) -> pa.Table:
     """One candidate file's key columns: the derived ones computed from ``program``, the text ones
     dictionary-encoded with the file's own dictionary (a list column, the filter families, as its joined
     signature, which is all the split's strata use)."""
-    stored = [c for c in columns if c != FILTER_FAMILIES]
-    table = pq.read_table(path, schema=QUESTIONS_SCHEMA, columns=[*stored, "program"])
+    stored = [c for c in columns if c not in (FILTER_FAMILIES, TWIN)]
+    read = [*stored, "program", *(["episode_id"] if "episode_id" not in stored else [])]
+    table = pq.read_table(path, schema=QUESTIONS_SCHEMA, columns=read)
     if FILTER_FAMILIES in columns:
         table = table.append_column(FILTER_FAMILIES, filter_families(table["program"]))
+    if TWIN in columns:
+        table = table.append_column(TWIN, twin_text(table["episode_id"], table["program"]))
     data = {}
     for name in columns:
         array = table[name].combine_chunks()
@@ -224,14 +228,15 @@ def with_held_out(keys: pa.Table, held_out: set[str] | None) -> pa.Table:
 
 
 def still_wanted(keys: pa.Table, config: PipelineConfig, held_out: set[str] | None) -> Callable[[Program], bool]:
-    """Which programs another round of asking should ask: those of a query type or filter family the
-    balanced pool of the candidates (their ``keys``) is short of (:func:`eqagen.curation.compose.scarce_kinds`)."""
+    """Which programs another round of asking should ask: those of a query type, filter family or number of
+    filters the balanced pool of the candidates (their ``keys``) is short of
+    (:func:`eqagen.curation.compose.scarce_kinds`)."""
     keys = with_held_out(keys, held_out)
     balanced, _ = stages.BALANCE.run(keys, config.balance, config.seed)
-    queries, families = scarce_kinds(balanced, stages.compose_section(config))
+    scarce = scarce_kinds(balanced, stages.compose_section(config))
 
     def wanted(program: Program) -> bool:
-        return program.query.name in queries or any(f.family in families for f in program.filters)
+        return scarce.wants(program.query.name, [f.family for f in program.filters])
 
     return wanted
 

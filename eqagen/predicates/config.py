@@ -14,6 +14,31 @@ FAMILY_MIX = {"property": 0.3, "location": 0.2, "state": 0.25, "position": 0.1, 
 N_FILTERS_MIX = {1: 0.4, 2: 0.3, 3: 0.2, 4: 0.1}
 
 
+class ProposalFactors(BaseModel):
+    """Per query type and per number of filters, a factor on its mix weight when proposing (1: as the mix)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: dict[str, float] = Field(default_factory=dict)
+    n_filters: dict[int, float] = Field(default_factory=dict)
+
+    @field_validator("query", "n_filters")
+    @classmethod
+    def _positive(cls, factors: dict) -> dict:
+        if any(f <= 0 for f in factors.values()):
+            raise ValueError("a proposal factor must be positive (1: propose as the mix says)")
+        return factors
+
+
+def scaled_mix(mix: dict, factors: dict) -> dict:
+    """``mix`` with each factor applied (a name the mix does not name weighs as the average named one)."""
+    out = dict(mix)
+    named = [w for w in mix.values() if w > 0]
+    for name, factor in factors.items():
+        out[name] = out.get(name, sum(named) / len(named)) * factor
+    return out
+
+
 class QuestionConfig(BaseModel):
     """How questions are sampled per episode. Mixes are target shares (normalised; a name the episode's
     world family does not support is skipped, one it supports but the mix does not name weighs as much as
@@ -34,6 +59,11 @@ class QuestionConfig(BaseModel):
         description="give up on an episode after this many attempts in a row without an acceptance",
     )  # fmt: skip
     query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
+    proposal_factors: ProposalFactors = Field(
+        default_factory=lambda: ProposalFactors(),
+        description="factors on the query_mix / n_filters_mix weights when the sampler proposes (the dataset's "
+        "targets stay the mixes): for kinds whose questions balancing keeps less often than others'",
+    )
     family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
     n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))
     grounded_share: float = Field(0.35, ge=0.0, le=0.5, description="target share of grounded records")
@@ -67,6 +97,14 @@ class QuestionConfig(BaseModel):
         if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
             raise ValueError("a mix needs at least one positive weight and no negative ones")
         return mix
+
+    def proposal_mix(self) -> dict[str, float]:
+        """The query mix the sampler steers towards: ``query_mix`` times ``proposal_factors.query``."""
+        return scaled_mix(self.query_mix, self.proposal_factors.query)
+
+    def proposal_n_filters_mix(self) -> dict[int, float]:
+        """The numbers of filters the sampler draws by: ``n_filters_mix`` times ``proposal_factors.n_filters``."""
+        return scaled_mix(self.n_filters_mix, self.proposal_factors.n_filters)
 
     @model_validator(mode="after")
     def _filter_counts(self) -> QuestionConfig:

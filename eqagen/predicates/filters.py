@@ -219,48 +219,34 @@ AGENT = "you"
 
 def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarray:
     """Bool per co-visible pair (indices into ``ctx.pair_t, pair_e, pair_a``): at step t, e is within
-    ``near_radius`` of a horizontally (x-z plane), and left of / right of / in front of (nearer) / behind
-    (farther than) a in the agent's view at t by more than ``side_margin``."""
+    ``near_radius`` of a horizontally (x-z plane), and left of / right of / in front of (nearer along the
+    view) / behind (farther along it) a in the agent's view at t by more than ``side_margin``."""
     d = ctx.pair_offset[pairs]
     near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
     side = {"left": lambda: -d[:, 0], "right": lambda: d[:, 0], "front": lambda: -d[:, 2], "behind": lambda: d[:, 2]}
     return near & (side[key]() > param(ctx, "side_margin"))
 
 
-def held_whenever_seen(holds: np.ndarray, who: np.ndarray) -> np.ndarray:
-    """``holds`` where it holds at every row of the same ``who`` (small ints: an entity, or a pair of an
-    entity and its anchor): a relation named without a moment must not change while the agent looks."""
-    n = np.bincount(who)
-    n_held = np.bincount(who, weights=holds, minlength=n.size)
-    return holds & (n_held == n)[who]
-
-
-def stable_pairs(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarray:
-    """Of co-visible pairs ``pairs`` (all of each (e, a) they include), those where relation ``key`` holds
-    and held at every step the agent saw both (so no step where both were seen has them the other way
-    round)."""
-    return pairs[held_whenever_seen(relative_holds(ctx, key, pairs), ctx.pair_id[pairs])]
-
-
 def relative_relations(ctx: EpisodeContext, anchors: np.ndarray, key: str) -> np.ndarray:
-    """``[G, T, N]``: the (stable) relation ``key`` against each of ``anchors`` (sorted entity indices)."""
+    """``[G, T, N]``: relation ``key`` against each of ``anchors`` (sorted entity indices), step by step."""
     is_anchor = np.zeros(ctx.N, dtype=bool)
     is_anchor[anchors] = True
-    pairs = stable_pairs(ctx, key, np.flatnonzero(is_anchor[ctx.pair_a]))
+    pairs = np.flatnonzero(is_anchor[ctx.pair_a])
+    pairs = pairs[relative_holds(ctx, key, pairs)]
     stack = np.zeros((anchors.size, ctx.T, ctx.N), dtype=bool)
     stack[np.searchsorted(anchors, ctx.pair_a[pairs]), ctx.pair_t[pairs], ctx.pair_e[pairs]] = True
     return stack
 
 
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
-    """``[T, N]``: e is to your left/right (egocentric x beyond ``agent_side``) or in front of you (ahead,
-    within ``agent_side`` of your line of sight) as seen at that step, and was so every time you saw it."""
+    """``[T, N]``: e is seen at that step and to your left/right (egocentric x beyond ``agent_side``) or in
+    front of you (ahead, within ``agent_side`` of your line of sight)."""
     t, e = np.nonzero(ctx.data)
     x, z = ctx.ego[t, e, 0], ctx.ego[t, e, 2]  # at the observations only: the relation is read nowhere else
     side = param(ctx, "agent_side")
     rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
     out = np.zeros((ctx.T, ctx.N), dtype=bool)
-    out[t, e] = held_whenever_seen(rel[key](), e)
+    out[t, e] = rel[key]()
     return out
 
 
@@ -273,7 +259,7 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and agent_relation(ctx, key).any() else []
-    out.extend(ctx.types[ctx.pair_a[stable_pairs(ctx, key, np.arange(ctx.pair_a.size))]].tolist())
+    out.extend(ctx.types[ctx.pair_a[relative_holds(ctx, key, np.arange(ctx.pair_a.size))]].tolist())
     return _specs("position", key, out)
 
 

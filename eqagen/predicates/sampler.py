@@ -10,7 +10,8 @@ evaluated by the definition (``evaluator``) and checked, and every rejection cou
 ``too_many_items`` (listObjects), ``too_many_targets`` (getState/getProperty/getLocation), the validity
 rules (``validity``), ``grounded_mix`` (the episode's grounded share would exceed its target plus
 tolerance), ``no_satisfiable_filter`` (no filter of any allowed family holds at the seed and changes the
-answer), ``no_seed``, ``nothing_to_ask`` (the episode has no query or filter).
+answer), ``fewer_filters`` (fewer effective filters than the number drawn), ``no_seed``, ``nothing_to_ask``
+(the episode has no query or filter).
 
 Target mixes (query types, filter families, number of filters, grounded share) are steered by deficit:
 each draw favours the options furthest below their target share so far. Everything the sampling of an
@@ -37,6 +38,9 @@ from eqagen.predicates.validity import dropped_answers, event_entities, violatio
 # common values alone bring the household share to about 23% (target 35%), always keeping one to 33% but
 # fewer questions recur (grounded texts are rarer); half-way gives about 29%.
 KEEP_AMBIGUOUS = 0.5
+# Proposals of a number of filters that may come short per accepted program of that number before the
+# episode stops drawing it (``choose_n_filters``).
+SHORT_LIMIT = 6
 
 
 # -- mixes -----------------------------------------------------------------------------------------------
@@ -105,6 +109,7 @@ class SamplingState:
     n_filter_shares: tuple[tuple[float, float], ...]
     spec_uses: list[int]
     seen: set = field(default_factory=set)
+    short: Counter = field(default_factory=Counter)  # per number of filters: proposals that found fewer
     type_uses: dict[tuple, list[int]] = field(default_factory=dict)
     # the preview of each spec as a first filter, per view (query view and subject): a pure function of the
     # episode, kept for the episode because every proposal starts with it (a list indexed by spec, NOT_PREVIEWED
@@ -116,9 +121,9 @@ class SamplingState:
         n_options = tuple(sorted(config.n_filters_mix))
         return cls(
             mix=MixState(),
-            query_shares=target_shares(tuple(sorted(index.queries)), config.query_mix),
+            query_shares=target_shares(tuple(sorted(index.queries)), config.proposal_mix()),
             n_filter_options=n_options,
-            n_filter_shares=target_shares(n_options, config.n_filters_mix),
+            n_filter_shares=target_shares(n_options, config.proposal_n_filters_mix()),
             spec_uses=[0] * len(index.specs),
         )
 
@@ -316,12 +321,29 @@ def build_filters(index, state, config, q, seed, n, allowed, rng) -> list[int]:
     return used
 
 
+def choose_n_filters(state: SamplingState, config: QuestionConfig, rng: Draws) -> int:
+    """The number of filters, by deficit against ``n_filters_mix`` (times its proposal factors) among the
+    numbers the episode has not given up on: a number whose proposals came short ``SHORT_LIMIT`` times
+    more than they were accepted (an episode with few objects has no effective third filter) is not drawn
+    again, so that its deficit does not stall the episode."""
+    options = (
+        tuple(n for n in state.n_filter_options if state.short[n] < SHORT_LIMIT * (1 + state.mix.n_filters[n]))
+        or state.n_filter_options[:1]
+    )
+    shares = (
+        state.n_filter_shares
+        if options == state.n_filter_options
+        else target_shares(options, config.proposal_n_filters_mix())
+    )
+    return int(pick_by_shares(options, shares, state.mix.n_filters, rng))
+
+
 def propose(index: EpisodeIndex, state: SamplingState, config: QuestionConfig, rng: Draws) -> Program | str:
     q = choose_query(index, state, config, rng)
     seed = choose_seed(index, state, q, config, rng)
     if seed < 0:
         return "no_seed"
-    n = int(pick_by_shares(state.n_filter_options, state.n_filter_shares, state.mix.n_filters, rng))
+    n = choose_n_filters(state, config, rng)
     subject = choose_subject(index, q, seed, n, config, rng)
     allowed = index.allowed[(q.name, q.arg)]
     # A subject's view holds whole entities of the view without one, so a spec that changes nothing there
@@ -335,6 +357,9 @@ def propose(index: EpisodeIndex, state: SamplingState, config: QuestionConfig, r
         used = build_filters(index, state, config, q, seed, n, allowed, rng)
     if not used:
         return "no_satisfiable_filter"
+    if len(used) < n:  # a shorter program would count against another number's share: the mix drifts to it
+        state.short[n] += 1
+        return "fewer_filters"
     specs = sorted((index.specs[i] for i in used), key=lambda s: (s.family, s.key, s.value))
     return Program(tuple(specs), asked)
 

@@ -21,13 +21,10 @@ import numpy as np
 from eqagen.core import AnswerGroup, Episode, FilterSpec, Program
 from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import RawGroup, Select, base_mask, evaluate_raw, groups_on
-from eqagen.predicates.filters import AGENT, EVENT_ARGS
+from eqagen.predicates.filters import AGENT, EVENT_ARGS, OPPOSITE
 from eqagen.predicates.registry import REGISTRY, Anchored, selection
 
 Anchor = tuple[float, float, float]
-
-# the relation a position filter's key is the opposite of (what "to the left" must never also have been)
-OPPOSITE = {"left": "right", "right": "left", "front": "behind", "behind": "front"}
 
 
 @dataclass(frozen=True)
@@ -127,20 +124,12 @@ def same_as_unfiltered(q: Asked) -> bool:
     return len(q.program.filters) == 1 and unchanged_without_some_filter(q)
 
 
-# -- position filters have a definite moment ----------------------------------------------------------
+# -- position filters hold at every step the question admits ----------------------------------------------
 def relation_at(sel: np.ndarray | Anchored, anchor: int) -> np.ndarray:
     """``[T, N]``: where a position filter's selection ``sel`` holds against one anchor entity (-1: you)."""
     if isinstance(sel, Anchored):
         return sel.masks[int(np.flatnonzero(sel.anchors == anchor)[0])]
     return sel
-
-
-def position_selection(q: Asked, spec: FilterSpec) -> np.ndarray | Anchored | None:
-    """The selection of position filter ``spec`` by its definition; None when the key does not apply to its
-    anchor ("behind you" is never seen)."""
-    if spec.value == AGENT and spec.key == "behind":
-        return None
-    return q.select(spec)
 
 
 def filter_anchors(ctx: EpisodeContext, spec: FilterSpec, group: RawGroup) -> list[int]:
@@ -161,7 +150,7 @@ def both_seen(ctx: EpisodeContext, entity: int, anchor: int) -> np.ndarray:
 
 
 def admitted_steps(q: Asked) -> np.ndarray:
-    """Bool ``[T, N]``: the moments the question admits (all its moment filters hold)."""
+    """Bool ``[T, N]``: the moments the question admits (all its moment filters hold; none: every step)."""
     out = np.ones((q.ctx.T, q.ctx.N), dtype=bool)
     for f in q.program.filters:
         if f.family == "moment":
@@ -178,24 +167,31 @@ def position_pairs(q: Asked, spec: FilterSpec):
 
 
 def indefinite_moment(q: Asked) -> bool:
-    """A position filter without a definite moment: the program names no moment and the relation does not
-    hold at every step the agent saw both objects, or an answer object stands in the opposite relation
-    to the same anchor at a moment the question admits."""
+    """A situated relation read two ways: for some answer object and the anchor a position filter relates it
+    to, at a step the moment filters admit (none: any step) where the agent saw both, the object stood in the
+    opposite relation (left/right, front/behind; "behind you" is never seen). A position filter keeps what
+    stood in the relation at some admitted step; asked only where no such object was ever seen the other way
+    round, "the objects to the left of the drawer" has one answer."""
     positions = [f for f in q.program.filters if f.family == "position"]
     if not positions:
         return False
-    named_moment = any(f.family == "moment" for f in q.program.filters)
     admitted = admitted_steps(q)
     for spec in positions:
-        holds = position_selection(q, spec)
-        against = position_selection(q, FilterSpec(spec.family, OPPOSITE[spec.key], spec.value))
+        against = opposite_selection(q, spec)
+        if against is None:
+            continue
         for e, a in position_pairs(q, spec):
-            seen = both_seen(q.ctx, e, a)
-            if not named_moment and not relation_at(holds, a)[seen, e].all():
-                return True
-            if against is not None and (relation_at(against, a)[:, e] & seen & admitted[:, e]).any():
+            if (relation_at(against, a)[:, e] & both_seen(q.ctx, e, a) & admitted[:, e]).any():
                 return True
     return False
+
+
+def opposite_selection(q: Asked, spec: FilterSpec) -> np.ndarray | Anchored | None:
+    """The selection of the relation opposite to position filter ``spec`` (by its definition); None where
+    there is none ("behind you" is never seen)."""
+    if spec.value == AGENT and spec.key == "front":
+        return None
+    return q.select(FilterSpec(spec.family, OPPOSITE[spec.key], spec.value))
 
 
 # -- answers the question gives away ------------------------------------------------------------------

@@ -23,7 +23,12 @@ QUERY_TYPES = ("count", "getLocation", "getProperty", "getState", "listObjects")
 # 20 filters in the default mix's shares: property 0.3, location 0.2, state 0.25, position 0.1, moment 0.15
 FAMILY_PATTERN = ("property",) * 6 + ("location",) * 4 + ("state",) * 5 + ("position",) * 2 + ("moment",) * 3
 PLANTS = ("unseen_share", "content_balance", "mix", "blind_baselines")
-CONFIG = {"generation": {"family": "household"}, "split": {"unseen_fraction": 0.5}}
+# one filter per program, none grounded: the mix the records below keep
+CONFIG = {
+    "generation": {"family": "household"},
+    "split": {"unseen_fraction": 0.5},
+    "questions": {"n_filters_mix": {1: 1.0}, "grounded_share": 0.0},
+}
 
 
 def split_of(group: int) -> str:

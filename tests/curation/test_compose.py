@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.curation.compose import ComposeConfig, MixTargets, compose
+from eqagen.curation.compose import ComposeConfig, MixTargets, compose, scarce_kinds
 from eqagen.curation.config import SplitConfig
 from eqagen.curation.partition import HELD_OUT, held_out_column, held_out_scenes, held_out_share
 from eqagen.curation.splits import split
@@ -133,3 +133,72 @@ def test_a_resplit_keeps_the_held_out_scenes_where_their_share_fits_and_says_whe
     _, other = split_again(made, SplitConfig(ratios=(0.6, 0.2, 0.2)), seed=5)
     assert other["held_out"].startswith("searched for scenes to hold out: the input's held-out scenes hold")
     assert other["held_out"] in other["warnings"]
+
+
+def test_scarce_kinds_name_the_numbers_of_filters_the_pool_is_short_of():
+    """Three filters are 10 of this pool's records, fewer than 1.5 times the 0.2 of 40 records the composition
+    needs: asked again; one and two filters (35 each) are not, nor the query type."""
+    rows = {"balance_key": [], "query_type": [], "filter_families": [], "scene_id": []}
+    for g in range(8):
+        for r in range(10):
+            rows["balance_key"].append(f"q{g}")
+            rows["query_type"].append("count")
+            rows["filter_families"].append("moment+property+state" if g == 7 else ["property", "property+state"][g % 2])
+            rows["scene_id"].append(f"s{r}")
+    targets = MixTargets(
+        {"count": 1.0}, {"property": 0.5, "state": 0.3, "moment": 0.2}, n_filters={1: 0.4, 2: 0.4, 3: 0.2}
+    )
+    scarce = scarce_kinds(pa.table(rows), ComposeConfig(targets, 40, 0.0))
+    assert scarce.n_filters == {3} and scarce.queries == set()
+    assert scarce.wants("count", ["moment", "property", "state"]) and not scarce.wants("count", ["property"])
+
+
+def test_the_seen_partition_makes_up_for_a_kind_the_held_out_one_lacks():
+    """The audit judges the whole dataset's mix: where the held-out pool holds none of a query type, the
+    seen partition takes more of it, so that the dataset meets its share (planted: composing the seen
+    partition to the plain targets leaves the dataset short by the held-out share of the target)."""
+    table = pool(2, n_groups=1200)
+    scarce = QUERIES[1]
+    held = np.asarray(table[HELD_OUT].to_pylist())
+    query = np.asarray(table["query_type"].to_pylist(), dtype=object)
+    table = table.filter(pa.array(~(held & (query == scarce))))  # the held-out scenes never ask it
+    out, _ = compose(table, ComposeConfig(TARGETS, 900, 0.3), seed=1)
+    got = shares(out)[0][scarce]
+    assert abs(got - TARGETS.queries[scarce]) < 0.02, got
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**16), records=st.integers(200, 600))  # the seen pool holds about 900
+def test_the_chosen_groups_stray_no_further_from_the_mix_than_any_random_choice(seed, records):
+    """The composition's largest distance of a share from its target (in units of the audit's least
+    tolerance) is at most that of the best of 20 random choices of the same size, up to the few groups its program
+    leaves fractional: half a unit (planted: a random choice is worse than the best of 20 random)."""
+    from eqagen.curation.compose import Goal, choose_groups, read_groups, share_rows, target_vector
+
+    table = pool(seed, n_groups=400)
+    groups = read_groups(table, TARGETS)
+    goal = Goal(
+        target_vector(groups.query_names, TARGETS.queries),
+        target_vector(groups.family_names, TARGETS.families),
+        target_vector(groups.family_names, TARGETS.floors),
+    )
+    members = ~groups.held
+    idx = np.flatnonzero(members)
+    rows, two_sided, size = share_rows(groups, idx, goal, records)
+
+    def worst(chosen: np.ndarray) -> float:
+        distance = rows @ chosen.astype(float)
+        return float(np.max(np.where(two_sided, np.abs(distance), np.maximum(-distance, 0.0))))
+
+    chosen = np.isin(idx, choose_groups(groups, members, records, goal, np.random.default_rng(seed)))
+    assert abs(size[chosen].sum() - records) <= size.max() / 2
+
+    def random_choice(rng: np.random.Generator) -> np.ndarray:
+        order = rng.permutation(len(idx))
+        take = np.zeros(len(idx), dtype=bool)
+        take[order[np.cumsum(size[order]) <= records]] = True
+        return take
+
+    rng = np.random.default_rng(seed + 1)
+    random_best = min(worst(random_choice(rng)) for _ in range(20))
+    assert worst(chosen) <= random_best + 0.5, (worst(chosen), random_best)

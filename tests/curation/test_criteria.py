@@ -16,7 +16,7 @@ from scipy.stats import binom, binomtest
 from eqagen.cli import main
 from eqagen.curation import criteria as C
 from eqagen.curation.compose import normalised_targets
-from eqagen.outputs.schemas import QUESTIONS_SCHEMA
+from eqagen.outputs.schemas import ANSWER_GROUP_TYPE, QUESTIONS_SCHEMA
 from tests.curation.criteria_fixtures import PLANTS, write_method_dataset
 
 TABLE_SCHEMA = pa.schema([QUESTIONS_SCHEMA.field(c) for c in C.CRITERIA_COLUMNS])
@@ -34,6 +34,7 @@ def row(qid: str, split: str, scene: str, key: str, values: list[str], **extra) 
         "program": {"filters": [{"family": f, "key": "k", "value": "v", "args": {}} for f in families],
                     "query": {"name": "count", "arg": "", "args": {}}},
         "structured_answer": [{"predicate": "", "anchor": None, "result": [], "value": v} for v in values],
+        "grounded": extra.pop("grounded", False),
     }  # fmt: skip
 
 
@@ -148,13 +149,17 @@ def test_mix_shares_against_the_config():
     config = {"questions": {"query_mix": {"count": 0.4, "getState": 0.6, "listObjects": 0, "getProperty": 0,
                                           "getLocation": 0},
                             "family_mix": {"property": 0.5, "moment": 0.25, "state": 0.25, "location": 0,
-                                           "position": 0}}}  # fmt: skip
+                                           "position": 0},
+                            "n_filters_mix": {1: 2, 2: 1}, "grounded_share": 0.0}}  # fmt: skip
     result = C.mix(q, targets(q, config))
     assert result.ok, result.detail
     low, high = C.share_bounds(0.4, 100)
     assert result.measured["query_type"]["count"] == {"share": 0.4, "target": 0.4, "low": low, "high": high,
                                                       "ok": True}  # fmt: skip
     assert result.measured["filter_family"]["moment"]["share"] == 0.25
+    # of the 9 records with filters, 6 have one and 3 two
+    assert result.measured["n_filters"]["1"]["share"] == 0.666667 and result.measured["n_filters"]["1"]["ok"]
+    assert result.measured["n_filters"]["3"]["share"] == 0.0 and result.measured["n_filters"]["3"]["ok"]
     assert result.measured["moment_floor"] == {"share": 0.25, "minimum": 0.25, "ok": True}
     assert "binomial interval" in result.test
     default = C.mix(q, targets(q))  # the default mix: every query 0.2, moment 0.15
@@ -171,6 +176,26 @@ def test_mix_tolerance_depends_on_the_count():
     assert small.measured["query_type"]["getState"]["ok"]
     q100 = table(_mix_rows(10))
     assert not C.mix(q100, targets(q100)).measured["query_type"]["getState"]["ok"]
+
+
+def test_mix_judges_the_grounded_share_where_the_table_says_which_records_are():
+    # 1,000 records, so that the binomial bounds (about 0.26 to 0.34 at 0.3) are tighter than 0.05
+    rows = [row(f"c{i}", "train", "s", "k", ["1"], families=["property"]) for i in range(1000)]
+    q = table(rows)
+    others = {"location": 0, "state": 0, "position": 0, "moment": 0}
+    config = {"questions": {"query_mix": {"count": 1.0, "listObjects": 0, "getState": 0, "getProperty": 0,
+                                          "getLocation": 0},
+                            "family_mix": {"property": 1.0, **others}, "n_filters_mix": {1: 1},
+                            "grounded_share": 0.3}}  # fmt: skip
+    without = q.drop_columns(["grounded"])
+    assert "grounded" not in C.mix(without, targets(without, config)).measured  # no grounded column: not judged
+    for n_grounded, ok in ((300, True), (250, False), (350, False)):
+        with_column = without.append_column("grounded", pa.array([i < n_grounded for i in range(1000)]))
+        result = C.mix(with_column, targets(with_column, config))
+        judged = result.measured["grounded"]
+        assert (judged["share"], judged["target"], judged["ok"]) == (n_grounded / 1000, 0.3, ok)
+        assert judged["low"] <= 0.3 <= judged["high"]
+        assert result.ok is ok, result.detail
 
 
 def test_mix_moment_floor_holds_even_within_the_tolerance():
@@ -267,7 +292,7 @@ def test_blind_baselines_at_chance_where_each_group_shares_one_text():
     result = C.blind_baselines(table(rows))
     assert result.ok, result.detail
     assert {m: r["overall"]["accuracy"] for m, r in result.measured.items()} == {
-        "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5,
+        "majority": 0.5, "tfidf_question": 0.5, "tfidf_paraphrase": 0.5, "coordinate_memory": 0.5,
     }  # fmt: skip
 
 
@@ -277,12 +302,12 @@ def test_blind_baselines_read_the_paraphrase_where_it_leaks():
             for s in ("train", "test") for g in range(5) for m in (1, 2)]  # fmt: skip
     result = C.blind_baselines(table(rows))
     assert result.measured["tfidf_question"]["overall"]["ok"]
-    # 10 of 10 at chance 1/2: p = 2 / 2^10; 6 tests (3 models, overall and one query type): Holm p 6 p
+    # 10 of 10 at chance 1/2: p = 2 / 2^10; 8 tests (4 models, overall and one query type): Holm p 8 p
     leaked = result.measured["tfidf_paraphrase"]["overall"]
     assert leaked["p_value"] == pytest.approx(2 / 2**10, abs=1e-6)
-    assert leaked["p_holm"] == pytest.approx(6 * 2 / 2**10, abs=1e-6) and leaked["ok"] is False
+    assert leaked["p_holm"] == pytest.approx(8 * 2 / 2**10, abs=1e-6) and leaked["ok"] is False
     assert not result.ok
-    assert "tfidf_paraphrase overall 1.000 vs chance 0.500 (10 of 10, Holm p 0.0117)" in result.detail
+    assert "tfidf_paraphrase overall 1.000 vs chance 0.500 (10 of 10, Holm p 0.0156)" in result.detail
 
 
 def test_criteria_do_not_depend_on_row_order():
@@ -312,3 +337,55 @@ def test_audit_fails_naming_the_planted_criterion(tmp_path, capsys, plant):
     assert f"FAILED  criterion {plant}: " in printed
     assert f"method criteria missed: {plant}\n" in printed  # that one alone
     assert "ok      stats.json equals the statistics recomputed from the shards" in printed
+
+
+def memory_table(twin_split: str) -> pa.Table:
+    """Two grounded test records of one balance group (answers A and B), and the ungrounded twin of both,
+    whose answer names each anchor with its group's value, in ``twin_split``."""
+    groups = [[{"predicate": "", "anchor": [1.0, 2.0, 3.0], "result": [], "value": "A"}],
+              [{"predicate": "", "anchor": [4.0, 5.0, 6.0], "result": [], "value": "B"}]]  # fmt: skip
+    return pa.table(
+        {
+            "question_id": ["q1", "q2", "q3", "q4"],
+            "split": ["test", "test", twin_split, "train"],
+            "balance_key": ["g (x, y, z)", "g (x, y, z)", "g", "g"],
+            "query_type": ["count"] * 4,
+            "grounded": [True, True, False, False],
+            "structured_answer": pa.array(
+                [
+                    groups[1],
+                    groups[0],
+                    groups[0] + groups[1],
+                    [{"predicate": "", "anchor": None, "result": [], "value": "C"}],
+                ],
+                pa.list_(ANSWER_GROUP_TYPE),
+            ),
+        }
+    )
+
+
+def test_the_coordinate_memory_model_answers_from_a_twin_in_train():
+    """Its twin in train gives each grounded test record's answer away; in test with them, nothing does (the
+    answer is then the majority model's: the smallest of a tie, right once)."""
+    for twin_split, right in (("train", 1.0), ("test", 0.5)):
+        table = memory_table(twin_split)
+        setup = C.blind_setup(table, C.answer_contents(table))
+        answers = C.coordinate_memory_answers(table, setup)
+        grounded = [k for k, i in enumerate(setup.test) if table["grounded"][int(i)].as_py()]
+        assert np.mean([answers[k] == setup.truth[k] for k in grounded]) == right, twin_split
+
+
+def test_grounded_records_are_tested_apart_and_a_leak_there_is_missed():
+    """The grounded test records are a scope of their own: a model right on 260 of 400 grounded records at
+    chance 1/2, and on 240 of the 600 others, sits at chance overall (500 of 1,000) but not on the grounded
+    ones (planted: no grounded scope, the leak passes)."""
+    n, n_grounded = 1000, 400
+    truth = ["a"] * n
+    grounded = np.arange(n) < n_grounded
+    answers = ["a" if (i < 260 or n_grounded <= i < n_grounded + 240) else "b" for i in range(n)]
+    result = C.accuracy_against_chance(answers, truth, np.full(n, 0.5), ["count"] * n, grounded)
+    assert (result["overall"]["accuracy"], result["grounded"]["accuracy"]) == (0.5, 0.65)
+    missed = C.judge_blind({"m": result})
+    assert [m.split(" (")[0] for m in missed] == ["m grounded 0.650 vs chance 0.500"]
+    without = C.accuracy_against_chance(answers, truth, np.full(n, 0.5), ["count"] * n)
+    assert without.keys() == {"overall", "per_query_type"}  # a table that does not say: no such scope

@@ -106,9 +106,8 @@ def test_every_planted_violation_is_found_and_nothing_else(planted):
     ordinals = [v for v in report.violations if v.reason == "event_ordinals"]
     assert [v.episode_id for v in ordinals] == [misnumbered]
     assert report.questions == len(expected)
-    # every rule planted and found, but indefinite_moment, which the position filters' definition now
-    # excludes (tests/predicates/test_validity.py plants the definition it guards against)
-    assert set(report.counts("reason")) == {(r,) for r in REASONS if r != "indefinite_moment"}
+    # every rule planted and found
+    assert set(report.counts("reason")) == {(r,) for r in REASONS}
     assert {f for (_, f) in report.counts("reason", "family")} == {"household", "navigation", "blockworld"}
 
 
@@ -118,10 +117,9 @@ def test_the_script_and_the_audit_exit_on_violations(planted, tmp_path):
     proc = subprocess.run([*script, str(out), "--examples", "1"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1, proc.stderr
     for reason in RULES:
-        if reason != "indefinite_moment":  # not plantable under the position filters' definition
-            assert f"FAILED  {reason}:" in proc.stdout
+        assert f"FAILED  {reason}:" in proc.stdout
     failed = [c.name for c in validity_checks(out) if not c.ok]
-    assert failed == [f"validity: {r}" for r in REASONS if r != "indefinite_moment"]
+    assert failed == [f"validity: {r}" for r in REASONS]
 
     clean = write(tmp_path / "clean", list(family_episodes()), [control(ep) for ep in family_episodes()])
     proc = subprocess.run([*script, str(clean)], capture_output=True, text=True, cwd=ROOT)

@@ -90,6 +90,8 @@ def test_the_vocabulary_skips_only_episodes_where_a_named_thing_is_missing():
             if need <= episode_names(ctx):
                 continue
             verdict = ask(ctx, acc.program, config)
-            assert verdict in ("event_missing", "empty_answer"), verdict
+            # no answer there: no event, nothing found, or (two named objects with several instances here)
+            # no question the evaluator can group
+            assert verdict in ("event_missing", "empty_answer", "several_ambiguous_filters"), verdict
             skipped += 1
     assert skipped > 20

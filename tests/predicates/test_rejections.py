@@ -245,4 +245,4 @@ def test_the_episode_counts_each_rejection_under_the_reason_its_check_gave(kitch
     config = QuestionConfig(forbidden_pairs=[(f, "*", q, "*") for f in families for q in queries])
     accepted, rejected = sample_programs(kitchen, config, derive_rng(0, "q"))
     assert accepted == [] and rejected["forbidden_pair"] > 0
-    assert set(rejected) <= {"forbidden_pair", "no_satisfiable_filter"}, rejected
+    assert set(rejected) <= {"forbidden_pair", "no_satisfiable_filter", "fewer_filters"}, rejected

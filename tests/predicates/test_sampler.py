@@ -8,8 +8,8 @@ import pytest
 
 from eqagen.core import ConfigError, Draws, FilterSpec, Program, QuerySpec, derive_rng
 from eqagen.predicates import REGISTRY, QuestionConfig
-from eqagen.predicates.context import query_key, spec_key
-from eqagen.predicates.sampler import pick_by_shares, target_shares
+from eqagen.predicates.context import context_for, query_key, spec_key
+from eqagen.predicates.sampler import pick_by_shares, sample_programs, target_shares
 from eqagen.predicates.validity import RULES
 from eqagen.templates.records import ANCHOR_PLACEHOLDER, sample_questions
 from eqagen.templates.words import coords
@@ -95,7 +95,7 @@ def test_rejections_are_counted_by_named_reason():
     for _, _, rejected in sampled(20):
         total.update(rejected)
     known = {"duplicate", "forbidden_pair", "family_cap", "several_ambiguous_filters", "empty_answer",
-             "too_many_items", "too_many_targets", "grounded_mix", "no_satisfiable_filter", "no_seed",
+             "too_many_items", "too_many_targets", "grounded_mix", "no_satisfiable_filter", "fewer_filters", "no_seed",
              "nothing_to_ask", *RULES}  # fmt: skip
     assert total and set(total) <= known
     # the reasons are told apart: relabelling every rejection as one reason fails here
@@ -149,6 +149,33 @@ def test_deficit_picking_follows_the_target_mix():
     assert abs(counts["a"] / 400 - 0.5) < 0.05 and abs(counts["c"] / 400 - 0.2) < 0.05
 
 
+def test_proposal_factors_scale_the_proposal_mix_and_not_the_target():
+    factors = {"query": {"getState": 2, "listObjects": 3}, "n_filters": {3: 2}}
+    config = QuestionConfig(query_mix={"count": 0.5, "getState": 0.25}, proposal_factors=factors)
+    assert config.proposal_mix() == {"count": 0.5, "getState": 0.5, "listObjects": 0.375 * 3}
+    assert config.proposal_n_filters_mix() == {**config.n_filters_mix, 3: 2 * config.n_filters_mix[3]}
+    assert config.query_mix == {"count": 0.5, "getState": 0.25}  # the dataset's target stays as written
+    for bad in ({"query": {"getState": 0}}, {"n_filters": {3: -1}}, {"queries": {}}):
+        with pytest.raises(ValueError):
+            QuestionConfig(proposal_factors=bad)
+
+
+def test_a_proposal_factor_makes_the_sampler_propose_more_of_its_type():
+    """Measured on household episodes: getState at factor 3 takes a larger share of the accepted programs
+    (planted: the sampler steering by query_mix alone gives the same share)."""
+
+    def get_state_share(config: QuestionConfig) -> float:
+        names = []
+        for ep in household_episodes(12)[:12]:
+            accepted, _ = sample_programs(context_for(ep), config, derive_rng(2, "questions", ep.episode_id))
+            names += [a.program.query.name for a in accepted]
+        return names.count("getState") / len(names)
+
+    plain = get_state_share(QuestionConfig(questions_per_episode=12))
+    boosted = get_state_share(QuestionConfig(questions_per_episode=12, proposal_factors={"query": {"getState": 3}}))
+    assert boosted > plain + 0.05, (plain, boosted)
+
+
 def test_fixture_episodes_also_sample():
     ep = make_episode(11, 60)
     records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
@@ -174,3 +201,20 @@ def test_query_and_spec_keys_are_hashable_and_follow_content():
         s, t = FilterSpec("moment", "after", "x", dict(args)), FilterSpec("moment", "after", "x", dict(args))
         assert hash(spec_key(s)) == hash(spec_key(t)) and spec_key(s) == spec_key(t)
         assert spec_key(s) != spec_key(FilterSpec("moment", "after", "y", dict(args)))
+
+
+@pytest.mark.slow
+def test_programs_have_the_number_of_filters_drawn():
+    """A proposal that finds fewer effective filters than drawn is rejected (``fewer_filters``), not accepted
+    shorter: shorter programs counted against the other numbers' shares (one filter 54%, three 7.0% here
+    against 45% and 10%; with the rejection 48% and 8.4%). Planted: accepting them shorter fails."""
+    config = QuestionConfig(questions_per_episode=10, n_filters_mix={1: 0.45, 2: 0.45, 3: 0.1})
+    counts, rejected = Counter(), Counter()
+    for ep in household_episodes(40):
+        accepted, why = sample_programs(context_for(ep), config, derive_rng(0, "questions", ep.episode_id))
+        counts.update(len(a.program.filters) for a in accepted)
+        rejected.update(why)
+    n = sum(counts.values())
+    assert abs(counts[1] / n - 0.45) <= 0.04 and counts[3] / n >= 0.075, counts
+    assert rejected["fewer_filters"] > 0
+    assert n >= 40 * 6, counts  # an episode that cannot make three filters stops drawing them
