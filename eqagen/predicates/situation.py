@@ -50,11 +50,18 @@ def situation_steps(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     return Anchored(anchors, masks)
 
 
+# Parts of a larger piece of furniture: "a desk in front of the drawer" is read of the desk's own drawer, "a
+# countertop in front of the cabinet" of the cabinet under it; such parts name no place of their own.
+PART_TYPES = ("Drawer", "Cabinet", "StoveBurner", "StoveKnob", "SinkBasin", "BathtubBasin", "Faucet")
+
+
 def landmarks(ctx: EpisodeContext) -> np.ndarray:
     """Bool ``[N]``: what a situation may be named by against another object: things the agent cannot pick
     up (furniture, appliances), which stay where they are, so "a chair in front of the dining table" names
-    a place; against you, any object ("while you had a cup in front of you")."""
-    return ~ctx.capable("pickupable")
+    a place, but not the parts of a piece of furniture (the world family's ``situation_parts``); against you,
+    any object ("while you had a cup in front of you")."""
+    parts = set(ctx.params.get("situation_parts", PART_TYPES))
+    return ~ctx.capable("pickupable") & np.array([t not in parts for t in ctx.types.tolist()], dtype=bool)
 
 
 def situation_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
