@@ -8,7 +8,9 @@ Reads a dataset through ``eqagen.outputs.readers`` only and prints each measured
   reading written here from the positions alone (at a step, both seen, within the family's radius, offset
   in the agent's frame beyond the margin; "nearer to you than": horizontally nearer to the agent; "to your
   left": left of the line of sight), ANDed with the other filters, so with a moment the relation is read at
-  the steps the moment admits; the answers whose objects change, the objects left out;
+  the steps the moment admits; the answers whose objects change, the objects left out; situations ("when a
+  chair was in front of the table") read the same way, as the steps at which an object of the named type
+  stood in the relation;
 - "came into view": the objects that came into view (not seen at the step before) where the question admits;
 - above/under answer objects within 0.15 m of the anchor's centre height, and those also 0.3 m to the side;
 - twin pairs (records of the same episode and program) in different splits;
@@ -70,14 +72,24 @@ def literal_agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
 
 
 def literal_select(ctx: EpisodeContext, by_distance: bool, spec: FilterSpec):
-    """A filter's selection, position filters read literally."""
-    if spec.family != "position":
+    """A filter's selection, position and situation filters read literally."""
+    if spec.family not in ("position", "situation"):
         return selection(ctx, spec)
     if spec.value == "you":
-        return literal_agent_relation(ctx, spec.key)
+        return literal_situation(ctx, spec, literal_agent_relation(ctx, spec.key)[None])[0]
     anchors = ctx.instances(spec.value)
     masks = np.stack([literal_object_relation(ctx, spec.key, int(a), by_distance) for a in anchors.tolist()])
-    return Anchored(anchors, masks.reshape(len(anchors), ctx.T, ctx.N))
+    masks = masks.reshape(len(anchors), ctx.T, ctx.N)
+    return Anchored(anchors, literal_situation(ctx, spec, masks))
+
+
+def literal_situation(ctx: EpisodeContext, spec: FilterSpec, relation: np.ndarray) -> np.ndarray:
+    """``[G, T, N]``: a position filter's relation as it is; a situation's ("when a chair was left of the table")
+    the steps at which some object of its figure's type stood in that relation, with everything seen then."""
+    if spec.family != "situation":
+        return relation
+    steps = (relation & ctx.of_type(spec.args["figure"])[None, None, :]).any(axis=2)
+    return np.repeat(steps[:, :, None], ctx.N, axis=2)
 
 
 def answered(ctx: EpisodeContext, groups, record: QARecord) -> dict[tuple, set[str]]:
@@ -117,10 +129,14 @@ class Tally:
 
 
 def check_positions(ctx: EpisodeContext, r: QARecord, tally: Tally) -> None:
-    specs = [f for f in r.program.filters if f.family == "position"]
-    if not specs:
+    families = {f.family for f in r.program.filters}
+    if families.isdisjoint(("position", "situation")):
         return
-    moment = any(f.family == "moment" for f in r.program.filters)
+    if "situation" in families:
+        check_situations(ctx, r, tally)
+    if "position" not in families:
+        return
+    moment = "moment" in families
     by_distance = bool(NEARER.search(r.question))
     literal = answered(ctx, evaluate_raw(ctx, r.program, partial(literal_select, ctx, by_distance)), r)
     have = stored(r)
@@ -133,6 +149,16 @@ def check_positions(ctx: EpisodeContext, r: QARecord, tally: Tally) -> None:
         tally.add(f"position answers that change when read literally {scope}", 1, f"{r.question} -- {r.answer}")
         tally.add(f"position objects left out {scope}", missing)
         tally.add(f"position objects not in the literal answer {scope}", extra)
+
+
+def check_situations(ctx: EpisodeContext, r: QARecord, tally: Tally) -> None:
+    """A situational question read literally (every position and situation filter from the positions alone):
+    the answers whose objects change."""
+    literal = answered(ctx, evaluate_raw(ctx, r.program, partial(literal_select, ctx, False)), r)
+    tally.add("situation questions")
+    tally.add("situation answer objects in the literal answer", sum(len(v) for v in literal.values()))
+    if literal != stored(r):
+        tally.add("situation answers that change when read literally", 1, f"{r.question} -- {r.answer}")
 
 
 def check_came_into_view(ctx: EpisodeContext, r: QARecord, tally: Tally) -> None:
@@ -177,6 +203,7 @@ ALWAYS_PRINTED = (
     ),
     *(f"position objects left out {scope}" for scope in ("with a moment", "without a moment")),
     *(f"came-into-view answers that change when read literally {s}" for s in ("with a moment", "without a moment")),
+    "situation answers that change when read literally",
     "twin pairs across splits",
     "  of them train-test",
 )

@@ -193,7 +193,7 @@ def _types_in(text: str) -> set[str]:
 
 
 def _arg_types(args: dict) -> set[str]:
-    return {v for k, v in args.items() if k in ("type", "object_type", "target_type") and isinstance(v, str)}
+    return {v for k, v in args.items() if k in ("type", "object_type", "target_type", "figure") and isinstance(v, str)}
 
 
 _NAMED_OBJECT_FAMILIES = ("location", "position", "region")

@@ -8,7 +8,7 @@ text: questions and answers are worded by ``eqagen.templates`` (``records.sample
 ``answers.evaluate``).
 """
 
-from eqagen.predicates import blockworld, builtin, household, navigation  # noqa: F401  (they register on import)
+from eqagen.predicates import blockworld, builtin, household, navigation, situation  # noqa: F401  (they register)
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, NamedEvent, context_for
 from eqagen.predicates.registry import REGISTRY, Anchored, Outcome, forbid_pair, register_filter, register_query

@@ -30,8 +30,12 @@ from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 def spec_name(spec: FilterSpec) -> str:
     """A filter spec as a name of the vocabulary: its content but the args an episode alone gives meaning to
     (a moment's event indices; a moment is named by its events instead)."""
-    receptacle = spec.args.get("receptacle", "")
-    return f"{spec.family}:{spec.key}={spec.value}" + (f"@{receptacle}" if receptacle else "")
+    receptacle, figure = spec.args.get("receptacle", ""), spec.args.get("figure", "")
+    return (
+        f"{spec.family}:{spec.key}={spec.value}"
+        + (f"@{receptacle}" if receptacle else "")
+        + (f"~{figure}" if figure else "")
+    )
 
 
 def episode_names(ctx: EpisodeContext) -> set[str]:

@@ -10,7 +10,7 @@ QUERY_MIX = {"listObjects": 0.2, "count": 0.2, "getState": 0.2, "getProperty": 0
 # Property and state values are shared by most homes; which objects stand left of which, and which events
 # happened, are particular to an episode: weighting the shared families higher (and fewer filters) makes
 # the same question text recur across scenes, as per-question balancing needs.
-FAMILY_MIX = {"property": 0.3, "location": 0.2, "state": 0.25, "position": 0.1, "moment": 0.15}
+FAMILY_MIX = {"property": 0.3, "location": 0.2, "state": 0.25, "position": 0.1, "moment": 0.15, "situation": 0.1}
 N_FILTERS_MIX = {1: 0.4, 2: 0.3, 3: 0.2, 4: 0.1}
 
 

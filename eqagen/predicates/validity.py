@@ -149,38 +149,47 @@ def both_seen(ctx: EpisodeContext, entity: int, anchor: int) -> np.ndarray:
     return seen if anchor < 0 else seen & ctx.data[:, anchor]
 
 
-def admitted_steps(q: Asked) -> np.ndarray:
-    """Bool ``[T, N]``: the moments the question admits (all its moment filters hold; none: every step)."""
+# the filter families whose selection is a set of steps: a moment window, a situation the agent saw
+STEP_FAMILIES = ("moment", "situation")
+
+
+def admitted_steps(q: Asked, group: RawGroup) -> np.ndarray:
+    """Bool ``[T, N]``: the steps a group's question admits: all its moment and situation filters hold (a
+    situation naming several instances: the group's one; no such filter: every step)."""
     out = np.ones((q.ctx.T, q.ctx.N), dtype=bool)
     for f in q.program.filters:
-        if f.family == "moment":
-            out &= q.select(f)
+        if f.family in STEP_FAMILIES:
+            sel = q.select(f)
+            if isinstance(sel, Anchored):
+                sel = sel.masks[sel.anchors == group.anchor][0] if len(sel) >= 2 else sel.masks.any(axis=0)
+            out &= sel
     return out
 
 
 def position_pairs(q: Asked, spec: FilterSpec):
-    """``(entity, anchor)`` for every object of the asked groups and the anchor ``spec`` relates it to."""
+    """``(entity, anchor, steps the group admits)`` for every object of the asked groups and the anchor
+    ``spec`` relates it to."""
     for g in q.asked_groups:
+        admitted = admitted_steps(q, g)
         for e in g.entities.tolist():
             for a in filter_anchors(q.ctx, spec, g):
-                yield e, a
+                yield e, a, admitted
 
 
 def indefinite_moment(q: Asked) -> bool:
     """A situated relation read two ways: for some answer object and the anchor a position filter relates it
-    to, at a step the moment filters admit (none: any step) where the agent saw both, the object stood in the
-    opposite relation (left/right, front/behind; "behind you" is never seen). A position filter keeps what
-    stood in the relation at some admitted step; asked only where no such object was ever seen the other way
-    round, "the objects to the left of the drawer" has one answer."""
+    to, at a step the moment and situation filters admit (none: any step) where the agent saw both, the object
+    stood in the opposite relation (left/right, front/behind; "behind you" is never seen). A position filter
+    keeps what stood in the relation at some admitted step; asked only where no such object was ever seen the
+    other way round, "the objects to the left of the drawer" has one answer."""
     positions = [f for f in q.program.filters if f.family == "position"]
     if not positions:
         return False
-    admitted = admitted_steps(q)
     for spec in positions:
         against = opposite_selection(q, spec)
         if against is None:
             continue
-        for e, a in position_pairs(q, spec):
+        for e, a, admitted in position_pairs(q, spec):
             if (relation_at(against, a)[:, e] & both_seen(q.ctx, e, a) & admitted[:, e]).any():
                 return True
     return False
@@ -211,7 +220,7 @@ def event_entities(ctx: EpisodeContext, filters: Iterable[FilterSpec]) -> set[in
 def named_values(program: Program) -> set[str]:
     """What the question names: its filters' values and receptacles, and its subject."""
     names = {f.value for f in program.filters} | {
-        f.args["receptacle"] for f in program.filters if "receptacle" in f.args
+        f.args[arg] for f in program.filters for arg in ("receptacle", "figure") if arg in f.args
     }
     subject = program.query.args.get("subject")
     return names | {subject} if subject else names

@@ -30,7 +30,9 @@ def stable_priority(text: str) -> float:
 
 def spec_text(spec: FilterSpec) -> str:
     """What a filter spec says in a question, as a key: ``location|on|CounterTop|``."""
-    return f"{spec.family}|{spec.key}|{spec.value}|{spec.args.get('receptacle', '')}"
+    figure = spec.args.get("figure")  # a situation's figure ("a chair" in front of the table)
+    text = f"{spec.family}|{spec.key}|{spec.value}|{spec.args.get('receptacle', '')}"
+    return f"{text}|{figure}" if figure else text
 
 
 def type_text(type_name: str) -> str:

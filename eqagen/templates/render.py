@@ -92,6 +92,10 @@ def conjunct(spec: FilterSpec, anchor: Point | None = None) -> str:
     ``(location:on the object = countertop (x=1.00, y=0.90, z=2.00))``, ``(when = after open fridge #2)``."""
     if spec.family == "moment":
         return f"(when = {spec.key.replace('_', ' ')} {' and '.join(event_label(n) for n in event_names(spec))})"
+    if spec.family == "situation":  # TAG-EQA's situational "where = a chair is in front of a dining table"
+        where = f" {coords(anchor)}" if anchor is not None else ""
+        relation = REGISTRY.filter(spec.family, spec.key).label
+        return f"(where = {label(spec.args['figure'])} {relation} {readable_value(spec)}{where})"
     key_text = REGISTRY.filter(spec.family, spec.key).label
     if spec.args.get("receptacle"):
         key_text = key_text.replace("object", label(spec.args["receptacle"]))
@@ -108,6 +112,7 @@ def phrase_fields(spec: FilterSpec, anchor: Point | None) -> dict[str, str]:
         "receptacle": label(spec.args.get("receptacle", "")),
         "event": events[0] if events else "",
         "event2": events[1] if len(events) > 1 else "",
+        "a_figure": with_article(label(spec.args["figure"])) if "figure" in spec.args else "",
     }
 
 

@@ -4,7 +4,7 @@ Written through the project's own writer (``DatasetWriter.seal``),
 so its stats.json and manifest are what a run would leave. 40 balance groups of 2 records: every group
 has 2 contents once each and one text for both records (so no text-only model beats chance), groups
 cycle through the query types (8 each) and a 20-long pattern of filter families that is exactly the
-default family mix; 70/15/15 of the groups are train/val/test, and each held-out group has one record
+config's family mix; 70/15/15 of the groups are train/val/test, and each held-out group has one record
 in a train scene and one in a scene of its own (an unseen share of exactly 0.5).
 """
 
@@ -20,14 +20,25 @@ from eqagen.outputs.schemas import episodes_table, questions_table
 from tests.outputs.builders import make_episode
 
 QUERY_TYPES = ("count", "getLocation", "getProperty", "getState", "listObjects")
-# 20 filters in the default mix's shares: property 0.3, location 0.2, state 0.25, position 0.1, moment 0.15
+# 20 filters in the config's mix: property 0.3, location 0.2, state 0.25, position 0.1, moment 0.15
 FAMILY_PATTERN = ("property",) * 6 + ("location",) * 4 + ("state",) * 5 + ("position",) * 2 + ("moment",) * 3
 PLANTS = ("unseen_share", "content_balance", "mix", "blind_baselines")
-# one filter per program, none grounded: the mix the records below keep
+# one filter per program, none grounded, no situation: the mix the records below keep
 CONFIG = {
     "generation": {"family": "household"},
     "split": {"unseen_fraction": 0.5},
-    "questions": {"n_filters_mix": {1: 1.0}, "grounded_share": 0.0},
+    "questions": {
+        "n_filters_mix": {1: 1.0},
+        "grounded_share": 0.0,
+        "family_mix": {
+            "property": 0.3,
+            "location": 0.2,
+            "state": 0.25,
+            "position": 0.1,
+            "moment": 0.15,
+            "situation": 0,
+        },
+    },
 }
 
 

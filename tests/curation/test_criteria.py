@@ -149,7 +149,7 @@ def test_mix_shares_against_the_config():
     config = {"questions": {"query_mix": {"count": 0.4, "getState": 0.6, "listObjects": 0, "getProperty": 0,
                                           "getLocation": 0},
                             "family_mix": {"property": 0.5, "moment": 0.25, "state": 0.25, "location": 0,
-                                           "position": 0},
+                                           "position": 0, "situation": 0},
                             "n_filters_mix": {1: 2, 2: 1}, "grounded_share": 0.0}}  # fmt: skip
     result = C.mix(q, targets(q, config))
     assert result.ok, result.detail
@@ -182,7 +182,7 @@ def test_mix_judges_the_grounded_share_where_the_table_says_which_records_are():
     # 1,000 records, so that the binomial bounds (about 0.26 to 0.34 at 0.3) are tighter than 0.05
     rows = [row(f"c{i}", "train", "s", "k", ["1"], families=["property"]) for i in range(1000)]
     q = table(rows)
-    others = {"location": 0, "state": 0, "position": 0, "moment": 0}
+    others = {"location": 0, "state": 0, "position": 0, "moment": 0, "situation": 0}
     config = {"questions": {"query_mix": {"count": 1.0, "listObjects": 0, "getState": 0, "getProperty": 0,
                                           "getLocation": 0},
                             "family_mix": {"property": 1.0, **others}, "n_filters_mix": {1: 1},
@@ -203,7 +203,7 @@ def test_mix_moment_floor_holds_even_within_the_tolerance():
     rows = [row(f"m{i}", "train", "s", "k", ["1"], families=["moment"]) for i in range(13)]
     rows += [row(f"p{i}", "train", "s", "k", ["1"], families=["property"]) for i in range(87)]
     q = table(rows)
-    others = {"location": 0, "state": 0, "position": 0}
+    others = {"location": 0, "state": 0, "position": 0, "situation": 0}
     config = {"questions": {"query_mix": {"count": 1.0}, "family_mix": {"property": 0.85, "moment": 0.15, **others}}}
     result = C.mix(q, targets(q, config))
     assert result.measured["filter_family"]["moment"]["ok"]

@@ -69,6 +69,8 @@ def holds(p: Plain, f, t: int, e: int, a: int) -> bool:
         return position_holds(p, f, t, e, a)
     if fam == "moment":
         return moment_holds(p, f, t)
+    if fam == "situation":
+        return situation_holds(p, f, t, a)
     raise ValueError(fam)
 
 
@@ -114,6 +116,12 @@ def relation_at_step(p: Plain, f, t: int, e: int, a: int) -> bool:
     return offset > SIDE_MARGIN
 
 
+def situation_holds(p: Plain, f, t: int, a: int) -> bool:
+    """At step t the agent saw some object of type ``args["figure"]`` in the relation to ``a`` (or to you):
+    every entity is kept at such a step, as in a moment window."""
+    return any(p.types[e2] == f.args["figure"] and relation_at_step(p, f, t, e2, a) for e2 in range(p.N))
+
+
 def moment_holds(p: Plain, f, t: int) -> bool:
     t1 = p.events[f.args["event"]].t
     if f.key == "before":
@@ -128,7 +136,7 @@ def moment_holds(p: Plain, f, t: int) -> bool:
 
 
 def anchored(f) -> bool:
-    return f.family == "location" or (f.family == "position" and f.value != "you")
+    return f.family == "location" or (f.family in ("position", "situation") and f.value != "you")
 
 
 def applies(p: Plain, q, e: int) -> bool:

@@ -84,5 +84,5 @@ def test_unknown_names_say_what_is_known():
 
 def test_household_support_is_declared_by_the_package():
     support = world_support("household")
-    assert set(support.filters) == {"property", "location", "state", "position", "moment"}
+    assert set(support.filters) == {"property", "location", "state", "position", "moment", "situation"}
     assert set(support.queries) == {"listObjects", "count", "getState", "getProperty", "getLocation"}

@@ -24,7 +24,14 @@ from eqagen.templates.records import sample_questions
 from tests.predicates.conftest import make_episode
 from tests.predicates.helpers import family_episodes, household_episodes
 from tests.predicates.planted import planted_questions
-from tests.predicates.reference import Plain, first_seen_position, moment_holds, position_holds, reference_answer
+from tests.predicates.reference import (
+    Plain,
+    first_seen_position,
+    moment_holds,
+    position_holds,
+    reference_answer,
+    situation_holds,
+)
 
 
 # -- the rules restated over the reference evaluator (household thresholds) ---------------------------------
@@ -58,8 +65,9 @@ OPPOSITE = {"left": "right", "right": "left", "front": "behind", "behind": "fron
 
 def indefinite(p: Plain, program: Program, groups: list[tuple]) -> bool:
     """Some answer object stood in the opposite relation to the anchor a position filter relates it to, at a
-    step every moment filter admits (any step without one) where both were seen."""
+    step every moment and situation filter admits (any step without one) where both were seen."""
     moments = [f for f in program.filters if f.family == "moment"]
+    situations = [f for f in program.filters if f.family == "situation"]
     ids = list(p.ep.entities.instance_id)
     for spec in (f for f in program.filters if f.family == "position"):
         if spec.value == "you" and spec.key == "front":
@@ -69,7 +77,13 @@ def indefinite(p: Plain, program: Program, groups: list[tuple]) -> bool:
             for e in [ids.index(iid) for iid, _, _ in items]:
                 for a in related_anchors(p, spec, group_anchor):
                     steps = [t for t in range(p.T) if p.data[t][e] and (a < 0 or p.data[t][a])]
-                    admitted = [t for t in steps if all(moment_holds(p, m, t) for m in moments)]
+                    admitted = [
+                        t
+                        for t in steps
+                        if all(moment_holds(p, m, t) for m in moments)
+                        and all(any(situation_holds(p, s, t, g) for g in related_anchors(p, s, group_anchor))
+                                for s in situations)
+                    ]  # fmt: skip
                     if any(position_holds(p, opposite, t, e, a) for t in admitted):
                         return True
     return False
@@ -84,7 +98,8 @@ def restated_violations(ep: Episode, p: Plain, program: Program, anchor) -> list
         p.events[f.args[k]].entity for f in program.filters if f.family == "moment" for k in ("event", "event2")
         if k in f.args
     }  # fmt: skip
-    named = {f.value for f in program.filters} | {f.args.get("receptacle") for f in program.filters}
+    named = {f.value for f in program.filters}
+    named |= {f.args.get(k) for f in program.filters for k in ("receptacle", "figure")}
     named.add(q.args.get("subject"))
     types = {q.args["subject"]} if q.args.get("subject") else {t for _, items, _ in groups for _, t, _ in items}
     verdicts = {

@@ -1,5 +1,5 @@
 """Each phrasing means what its filter or query computes: every text of the phrasing data for the situated
-relations, the moments, on/inside and counting objects is read literally here, from its words, on real
+relations, the situations, the moments, on/inside and counting objects is read literally here, from its words, on real
 household episodes, and the reading is held to the registered filter's selection.
 
 The readings are written from the words alone ("nearer to you than" is distance from you, "in front of ...
@@ -20,6 +20,7 @@ from eqagen.predicates.filters import encloses, param
 from eqagen.predicates.index import satisfiable_specs
 from eqagen.predicates.registry import Anchored
 from eqagen.templates.phrasing import filter_phrases, question_variants
+from eqagen.templates.words import label, with_article
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,18 @@ def read_moment(text: str, ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray:
     return np.broadcast_to(steps[:, None], (ctx.T, ctx.N))
 
 
+def read_situation(text: str, ctx: EpisodeContext, spec: FilterSpec, anchor: int) -> np.ndarray:
+    """ "when a chair was to the left of the dining table (as you saw them)", "while you had a cup in front of
+    you": a time clause (when / while) about some object of the named type, so the steps at which one such
+    object stood in the relation the words name (read as above), with every object seen then."""
+    assert re.match(r"(when|while) ", text), f"a situation selects steps: {text!r}"
+    figure = label(spec.args["figure"])
+    assert f"{with_article(figure)} " in text.format(a_figure=with_article(figure), value="X", anchor=""), text
+    relation = read_you(text, ctx) if spec.value == "you" else read_object(text, ctx, anchor)
+    steps = (relation & ctx.of_type(spec.args["figure"])[None, :]).any(axis=1)
+    return np.repeat(steps[:, None], ctx.N, axis=1)
+
+
 def texts(spec: FilterSpec) -> tuple[str, ...]:
     phrases = filter_phrases(spec)
     assert phrases is not None, spec
@@ -108,6 +121,20 @@ def test_every_situated_phrasing_reads_as_its_filter_computes(contexts):
                 else:
                     for anchor, mask in zip(sel.anchors.tolist(), sel.masks):
                         assert np.array_equal(read_object(text, ctx, anchor), mask), (text, spec, anchor)
+                checked += 1
+    assert checked > 50
+
+
+def test_every_situation_phrasing_reads_as_its_filter_computes(contexts):
+    checked = 0
+    for ctx in contexts:
+        for spec, sel in specs_of(ctx, "situation")[::4]:  # a quarter of them: hundreds per episode
+            for text in texts(spec):
+                if spec.value == "you":
+                    assert np.array_equal(read_situation(text, ctx, spec, -1), sel), (text, spec)
+                else:
+                    for anchor, mask in zip(sel.anchors.tolist(), sel.masks):
+                        assert np.array_equal(read_situation(text, ctx, spec, anchor), mask), (text, spec, anchor)
                 checked += 1
     assert checked > 50
 

@@ -149,7 +149,9 @@ def test_answer_key_is_the_distinct_values_a_reader_must_say():
 def content_key(r: QARecord) -> tuple:
     """A program as a reader sees it: query and filters with what they name, without episode indices."""
     q = r.program.query
-    filters = tuple((f.family, f.key, f.value, f.args.get("receptacle", "")) for f in r.program.filters)
+    filters = tuple(
+        (f.family, f.key, f.value, f.args.get("receptacle", ""), f.args.get("figure", "")) for f in r.program.filters
+    )
     return q.name, q.arg, tuple(sorted(q.args.items())), filters
 
 
