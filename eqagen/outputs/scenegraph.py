@@ -10,7 +10,7 @@ The objects are those the agent had seen by ``step`` (and that still exist then)
 that step; ``id`` is the object's index in the list, as ConceptGraphs numbers its objects. An edge ``[i, j,
 "on" | "in"]`` says object i rests on or inside object j (its receptacle then; "in" where j encloses its
 contents, a fridge or a drawer); ``[i, j, "above" | "under"]`` is the predicates' own vertical rule
-(:func:`eqagen.predicates.filters.vertical_rule`), between objects that do not rest one on the other.
+(:func:`eqagen.predicates.filters.vertical_relation`), between objects of different units.
 
 ``bbox_extent`` is nominal: the episodes hold positions, not shapes, so an extent comes from the object's
 size class (household), its region's footprint (a room, a Minecraft structure) or one block (Minecraft).
@@ -25,7 +25,7 @@ import numpy as np
 from eqagen.core import ConfigError, Episode, Region
 from eqagen.outputs.history import is_area, object_caption, short_floats
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.filters import encloses, vertical_rule
+from eqagen.predicates.filters import encloses, vertical_relation
 
 # metres per side of a nominal box, by the household object table's size classes
 SIZE_EXTENT = {"small": 0.15, "medium": 0.5, "large": 1.0}
@@ -82,14 +82,9 @@ def receptacle_edges(ctx: EpisodeContext, step: int, listed: np.ndarray) -> list
 
 def vertical_edges(ctx: EpisodeContext, step: int, listed: np.ndarray) -> list[list]:
     """``above``/``under`` between listed objects at ``step``, by the predicates' vertical rule."""
-    pos = ctx.position[step, listed]  # [M, 3]
-    dx, dy, dz = (pos[:, None, i] - pos[None, :, i] for i in range(3))  # [M, M]: object i minus object j
-    parent = ctx.parent[step, listed]
-    rests = (parent[:, None] == listed[None, :]) | (parent[None, :] == listed[:, None])
-    apart = ~rests & ~np.eye(len(listed), dtype=bool)
     edges = []
     for key in ("above", "under"):
-        i, j = np.nonzero(vertical_rule(ctx, key, dx, dy, dz, apart))
+        i, j = np.nonzero(vertical_relation(ctx, key, np.int64(step), listed[:, None], listed[None, :]))
         edges += [[int(a), int(b), key] for a, b in zip(i.tolist(), j.tolist())]
     return edges
 

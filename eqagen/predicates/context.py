@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import Episode, FilterSpec, QuerySpec, number_events, to_egocentric
+from eqagen.predicates.extents import entity_boxes, fixed_hosts, units
 from eqagen.predicates.worlds import WorldSupport, world_support
 
 
@@ -115,6 +116,12 @@ class EpisodeContext:
         # cells the sampler's index works on
         self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)
         self.flat_cells: np.ndarray = self.cell_t * self.N + self.cell_e  # each cell's index in a flat [T, N]
+        # each entity's box ([N]: half the footprint's side, bottom and top relative to its position's height)
+        # and unit at each step ([T, N]): what above/under read (eqagen/predicates/extents.py)
+        self.half_width, self.box_bottom, self.box_top, mount = entity_boxes(self.types, self.params.get("extent"))
+        start = self.position[0] if self.T else np.zeros((self.N, 3))
+        host = fixed_hosts(start, self.half_width, self.box_bottom, self.box_top, mount)
+        self.unit: np.ndarray = units(self.parent, host)
 
     def flag(self, name: str) -> np.ndarray:
         """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""
@@ -152,6 +159,12 @@ class EpisodeContext:
         t = int(self.first_seen[entity]) if self.first_seen[entity] >= 0 else 0
         x, y, z = self.position[t, entity].tolist()
         return (round(x, 2), round(y, 2), round(z, 2))
+
+    def where_named(self, anchors: np.ndarray) -> np.ndarray:
+        """``[G, T]``: the steps at which each anchor stands where a question names it (``anchor_position``:
+        where the agent first saw it)."""
+        named = self.position[np.maximum(self.first_seen[anchors], 0), anchors]  # [G, 3]
+        return (self.position[:, anchors, :] == named[None, :, :]).all(axis=2).T
 
 
 def covisible_pairs(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -19,9 +19,8 @@ from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.registry import Anchored, register_filter
 
 DEFAULTS = {
-    "above_radius": 0.6,  # m: horizontal distance within which one thing is above/under another
-    "above_min_dy": 0.05,  # m: vertical gap that counts as above/under
-    "above_max_dy": 2.0,
+    "above_margin": 0.05,  # m: footprints this far apart still count as one over the other
+    "above_max_gap": 1.0,  # m: the most open air between two boxes that a person still calls above/under
     "side_margin": 0.15,  # m: egocentric offset that counts as left/right/in front/behind of an object
     "near_radius": 2.0,  # m: how far apart two objects may be for a situated relation between them
     "agent_side": 0.3,  # m: |x| beyond which a thing is to your left/right; within it, in front of you
@@ -119,39 +118,37 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return Anchored(anchors, masks)
 
 
-def vertical_rule(
-    ctx: EpisodeContext, key: str, dx: np.ndarray, dy: np.ndarray, dz: np.ndarray, apart: np.ndarray
-) -> np.ndarray:
-    """The above/under rule on offsets ``(dx, dy, dz) = pos(e) - pos(anchor)``, given where e is ``apart``
-    from the anchor (neither the anchor itself nor resting directly on it: "on", not "above"): within
-    ``above_radius`` of it horizontally (in the x-z plane) and higher (``above``) or lower (``under``) by a
-    vertical gap in (``above_min_dy``, ``above_max_dy``]."""
-    lo, hi, r = param(ctx, "above_min_dy"), param(ctx, "above_max_dy"), param(ctx, "above_radius")
-    gap = dy if key == "above" else -dy
-    return (dx**2 + dz**2 <= r * r) & apart & (gap > lo) & (gap <= hi)
+def vertical_relation(ctx: EpisodeContext, key: str, t: np.ndarray, e: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Whether entity e is ``above`` (``under``) entity a at step t (index arrays, broadcast together): their
+    boxes' footprints overlap in the x-z plane (to ``above_margin``), e's bottom is higher than a's top (e's
+    top lower than a's bottom) by at most ``above_max_gap``, and they are different units (neither rests in or
+    on the other or on the furniture the other belongs to, nor is part of it: ``EpisodeContext.unit``)."""
+    pe, pa = ctx.position[t, e], ctx.position[t, a]
+    reach = ctx.half_width[e] + ctx.half_width[a] + param(ctx, "above_margin")
+    over = (np.abs(pe[..., 0] - pa[..., 0]) <= reach) & (np.abs(pe[..., 2] - pa[..., 2]) <= reach)
+    if key == "above":
+        gap = (pe[..., 1] + ctx.box_bottom[e]) - (pa[..., 1] + ctx.box_top[a])
+    else:
+        gap = (pa[..., 1] + ctx.box_bottom[a]) - (pe[..., 1] + ctx.box_top[e])
+    return over & (gap > 0) & (gap <= param(ctx, "above_max_gap")) & (ctx.unit[t, e] != ctx.unit[t, a])
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
-    """``above``/``under`` <type>: ``vertical_rule`` against each instance, at every step and entity."""
+    """``above``/``under`` <type>: ``vertical_relation`` against each instance, at every step and entity, at
+    the steps the instance stands where the question names it (``EpisodeContext.where_named``: "the objects
+    under the pencil at (x, y, z)" are under it there, not where the agent later carried it)."""
     anchors = ctx.instances(spec.value)
-    at = ctx.position[:, anchors, :].transpose(1, 0, 2)[:, :, None, :]  # [G, T, 1, 3]
-    dx, dy, dz = (ctx.position[None, :, :, i] - at[..., i] for i in range(3))  # [G, T, N] each
-    itself = np.arange(ctx.N)[None, None, :] == anchors[:, None, None]
-    rests_on = ctx.parent[None, :, :] == anchors[:, None, None]
-    return Anchored(anchors, vertical_rule(ctx, spec.key, dx, dy, dz, ~rests_on & ~itself))
+    t, e, a = np.arange(ctx.T)[None, :, None], np.arange(ctx.N)[None, None, :], anchors[:, None, None]
+    return Anchored(anchors, vertical_relation(ctx, spec.key, t, e, a) & ctx.where_named(anchors)[:, :, None])
 
 
 def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     """``above``/``under`` specs: the types of the observed entities that some observation is above (under),
-    by ``vertical_rule`` at the observations only."""
+    by ``above_under``'s rule at the observations only."""
     anchors = np.flatnonzero(ctx.observed)
     t, e = np.nonzero(ctx.data)
-    # [P, G] offsets per axis: gathering rows of one axis' [T, N] positions, then the anchors' columns
-    dx, dy, dz = (ctx.position[t, e, i][:, None] - ctx.position[:, :, i][t][:, anchors] for i in range(3))
-    rests_on = ctx.parent[t, e][:, None] == anchors[None, :]
-    apart = ~rests_on & ~(e[:, None] == anchors[None, :])
-    seen = vertical_rule(ctx, key, dx, dy, dz, apart).any(axis=0)
-    return _specs("location", key, ctx.types[anchors[seen]].tolist())
+    held = vertical_relation(ctx, key, t[:, None], e[:, None], anchors[None, :]) & ctx.where_named(anchors).T[t]
+    return _specs("location", key, ctx.types[anchors[held.any(axis=0)]].tolist())
 
 
 LOCATION_FNS = {

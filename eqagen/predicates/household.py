@@ -18,6 +18,16 @@ def attribute_values(attribute: str, type_name: str) -> tuple[str, ...] | None:
     return {"color": ot.colors, "material": ot.materials, "utility": (ot.utility,)}.get(attribute)
 
 
+def object_extent(type_name: str) -> tuple[float, float, float, str] | None:
+    """A type's box for the above/under relation (eqagen/predicates/extents.py): footprint side, bottom and
+    top relative to its position, mount; from the object catalogue's extents (None: a type it does not list)."""
+    extent = catalog().extents.get(type_name)
+    if extent is None:
+        return None
+    bottom, top = extent.vertical()
+    return extent.width, bottom, top, extent.mount
+
+
 declare_world_family(
     "household",
     filters={
@@ -43,5 +53,7 @@ declare_world_family(
         "vocabulary": "data/household.json",
         # the object table a getProperty question is judged against (validity's constant_property)
         "attribute_values": attribute_values,
+        # each type's box, for above/under
+        "extent": object_extent,
     },
 )

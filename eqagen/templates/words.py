@@ -45,6 +45,11 @@ EVENT_VERBS = {
 }
 
 
+# Readable names that differ from the split type name: "box" alone is vague beside a tissue box, a shoe box or
+# any container ("the tissue box was in the box"); AI2-THOR's Box is a cardboard box.
+NAMES = {"counter top": "countertop", "box": "cardboard box"}
+
+
 @lru_cache(maxsize=4096)  # the text's one cache: a few hundred types recur; rendering takes a quarter less with it
 def label(type_name: str) -> str:
     """``CounterTop`` -> ``countertop``-style readable name: camel case split, lower case (``SinkBasin`` ->
@@ -55,7 +60,7 @@ def label(type_name: str) -> str:
     text = " ".join(w.lower() for w in words) if words else type_name.lower()
     if text.endswith(" sliced"):
         text = text[: -len("sliced")] + "slice"
-    return {"counter top": "countertop"}.get(text, text)
+    return NAMES.get(text, text)
 
 
 def plural(noun: str) -> str:

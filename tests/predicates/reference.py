@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 from eqagen.core import Episode, Program
+from eqagen.generators.household.objects import catalog
 
-ABOVE_RADIUS, ABOVE_MIN_DY, ABOVE_MAX_DY = 0.6, 0.05, 2.0
+ABOVE_MARGIN, ABOVE_MAX_GAP, HOST_REACH, HOST_SLACK = 0.05, 1.0, 0.25, 0.5
 SIDE_MARGIN, NEAR_RADIUS, AGENT_SIDE = 0.15, 2.0, 0.3
 MOMENT_WINDOW = 3
 STATE_CAPABILITY = {"open": "openable", "toggled": "toggleable", "broken": "breakable", "sliced": "sliceable",
@@ -39,6 +40,37 @@ class Plain:
         self.pose = [[float(v) for v in p] for p in ep.steps.pose.tolist()]
         self.observed = [any(self.data[t][e] for t in range(self.T)) for e in range(self.N)]
         self.events = sorted((e for e in ep.events if e.entity >= 0), key=lambda e: (e.t, e.kind, e.entity, e.target))
+        self.box = [box_of(t) if ep.family == "household" else (0.0, 0.0, 0.0, "loose") for t in self.types]
+        self.host = [self.host_of(e) for e in range(self.N)]
+
+    def host_of(self, e: int) -> int:
+        """The nearest floor piece a fixed part stands in or on at step 0 (itself if none, or not a part)."""
+        _, bottom, top, mount = self.box[e]
+        if mount != "fixed" or not self.T:
+            return e
+        best, best_d = e, math.inf
+        x, y, z = self.pos[0][e]
+        for f in range(self.N):
+            fh, fb, ft, fm = self.box[f]
+            fx, fy, fz = self.pos[0][f]
+            if fm != "floor" or abs(x - fx) > fh + HOST_SLACK or abs(z - fz) > fh + HOST_SLACK:
+                continue
+            if y + bottom <= fy + ft + HOST_REACH and y + top >= fy + fb and math.hypot(x - fx, z - fz) < best_d:
+                best, best_d = f, math.hypot(x - fx, z - fz)
+        return best
+
+    def named_here(self, t: int, a: int) -> bool:
+        """Whether the anchor stands at step t where a question names it: where the agent first saw it."""
+        first = next((s for s in range(self.T) if self.data[s][a]), 0)
+        return self.pos[t][a] == self.pos[first][a]
+
+    def unit(self, t: int, e: int) -> int:
+        r = e
+        for _ in range(8):
+            if self.parent[t][r] < 0:
+                break
+            r = self.parent[t][r]
+        return self.host[r]
 
     def flag(self, name: str, t: int, e: int) -> bool:
         return bool(self.flags[name][t][e]) if name in self.flags else False
@@ -82,14 +114,25 @@ def location_holds(p: Plain, f, t: int, e: int, a: int) -> bool:
         if r < 0 or not p.data[t][a] or p.types[r] != f.args["receptacle"] or e == a:
             return False
         return p.parent[t][e] == r
-    if e == a or p.parent[t][e] == a:
+    if p.unit(t, e) == p.unit(t, a) or not p.named_here(t, a):
         return False
-    dx = p.pos[t][e][0] - p.pos[t][a][0]
-    dz = p.pos[t][e][2] - p.pos[t][a][2]
-    dy = p.pos[t][e][1] - p.pos[t][a][1]
-    if f.key == "under":
-        dy = -dy
-    return dx**2 + dz**2 <= ABOVE_RADIUS * ABOVE_RADIUS and ABOVE_MIN_DY < dy <= ABOVE_MAX_DY
+    (xe, ye, ze), (xa, ya, za) = p.pos[t][e], p.pos[t][a]
+    he, be, te, _ = p.box[e]
+    ha, ba, ta, _ = p.box[a]
+    reach = he + ha + ABOVE_MARGIN
+    if abs(xe - xa) > reach or abs(ze - za) > reach:
+        return False
+    gap = (ye + be) - (ya + ta) if f.key == "above" else (ya + ba) - (ye + te)
+    return 0 < gap <= ABOVE_MAX_GAP
+
+
+def box_of(object_type: str) -> tuple[float, float, float, str]:
+    """(half footprint, bottom, top relative to the position, mount) from the catalogue's extent table."""
+    ext = catalog().extents.get(object_type)
+    if ext is None:
+        return (0.0, 0.0, 0.0, "loose")
+    below = {"bottom": 0.0, "centre": ext.height / 2, "top": ext.height}[ext.pivot]
+    return (ext.width / 2, -below, ext.height - below, ext.mount)
 
 
 def position_holds(p: Plain, f, t: int, e: int, a: int) -> bool:

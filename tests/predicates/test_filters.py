@@ -104,16 +104,6 @@ def test_situated_relations_follow_the_agents_view():
     assert ents(FilterSpec("position", "front", "Pan")) == ["Cup#1", "Mug#1", "Bowl#1"]  # all nearer, within 2 m
 
 
-def test_above_and_under_exclude_what_rests_on_the_anchor():
-    pos = np.array([[[0, 0.5, 0], [0, 1.5, 0.1], [0.1, 0.6, 0], [0, 0.1, 0.2]]])
-    parent = np.array([[-1, -1, 0, -1]])
-    ep = tiny_episode(["Table", "Lamp", "Book", "Rug"], pos, np.ones((1, 4), bool), parent)
-    (g,) = evaluate(ep, program(FilterSpec("location", "above", "Table")))
-    assert [r.entity for r in g.result] == ["Lamp#1"]
-    (g,) = evaluate(ep, program(FilterSpec("location", "under", "Table")))
-    assert [r.entity for r in g.result] == ["Rug#1"]
-
-
 def test_unseen_observations_are_not_data():
     visible = np.array([[True, False], [False, False]])
     ep = tiny_episode(["Cup", "Cup"], np.zeros((2, 2, 3)), visible, attributes=[{"color": "red"}] * 2)

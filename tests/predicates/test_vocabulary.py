@@ -85,4 +85,6 @@ def recurring_share(config: QuestionConfig, n: int = 160) -> float:
 def test_shared_vocabulary_makes_questions_recur_across_scenes():
     focused = recurring_share(QuestionConfig(questions_per_episode=24))
     uniform = recurring_share(QuestionConfig(questions_per_episode=24, shared_vocabulary=0.0))
-    assert focused > uniform + 0.05, (focused, uniform)
+    # about 2 points at 160 episodes (3.7 at 300): since above/under read boxes, "above the drawer" no longer
+    # holds in 70% of homes, and the relations common to most homes, which recurred with varied answers, are fewer
+    assert focused > uniform + 0.015, (focused, uniform)

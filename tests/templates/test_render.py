@@ -25,6 +25,7 @@ from tests.predicates.test_filters import kitchen
 def test_words():
     assert label("CounterTop") == "countertop" and label("SinkBasin") == "sink basin"
     assert label("TVStand") == "tv stand" and label("AppleSliced") == "apple slice"
+    assert label("Box") == "cardboard box" and label("TissueBox") == "tissue box"  # never "in the box"
     assert plural("knife") == "knives" and plural("glass") == "glasses" and plural("butter knife") == "butter knives"
     assert plural("cherry") == "cherries" and plural("toy") == "toys" and plural("box") == "boxes"
     assert plural("bookshelf") == "bookshelves" and plural("wolf") == "wolves" and plural("fungus") == "fungi"

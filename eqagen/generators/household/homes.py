@@ -18,7 +18,7 @@ from scipy import ndimage
 from eqagen.core import derive_rng
 from eqagen.generators.household.objects import Catalog, catalog
 from eqagen.generators.household.scene import GRID_SIZE, ROOM_KINDS, HouseholdScene, SceneObject, make_object_id
-from eqagen.generators.household.world import CAPACITY_BY_SIZE, RADIUS_BY_SIZE, slot_offset
+from eqagen.generators.household.world import CAPACITY_BY_SIZE, RADIUS_BY_SIZE, rest_height, slot_offset
 
 AGENT_Y = 0.9009997  # the agent's reported y on a floor at 0 (as in ALFRED's trajectories)
 REACH = 1.0  # furniture must have a reachable cell within this horizontal distance
@@ -26,14 +26,17 @@ REACH = 1.0  # furniture must have a reachable cell within this horizontal dista
 
 @dataclass(frozen=True)
 class Furniture:
-    """A floor-standing piece: footprint in cells (width along the wall, depth), surface height, count range."""
+    """A piece against a wall or in the room: footprint in cells (width along the wall, depth), count range.
+
+    Its position is its extent's pivot with the box standing on the floor (``data/object_extents.csv``);
+    ``mount_y`` instead puts the position at that height (a shelf on a wall)."""
 
     object_type: str
     width: tuple[int, int]
     depth: tuple[int, int]
-    height: float
     count: tuple[int, int]
     center: bool = False  # stands in the middle of the room rather than against a wall
+    mount_y: float | None = None
 
 
 @dataclass(frozen=True)
@@ -49,44 +52,44 @@ class Attached:
 F, A = Furniture, Attached
 ROOM_FURNITURE: dict[str, list[Furniture]] = {
     "kitchen": [
-        F("CounterTop", (6, 10), (2, 3), 0.92, (2, 3)),
-        F("Fridge", (3, 3), (3, 3), 0.9, (1, 1)),
-        F("DiningTable", (4, 6), (3, 4), 0.75, (0, 1), center=True),
-        F("GarbageCan", (1, 2), (1, 2), 0.3, (1, 1)),
-        F("Shelf", (2, 3), (1, 1), 1.2, (0, 1)),
+        F("CounterTop", (6, 10), (2, 3), (2, 3)),
+        F("Fridge", (3, 3), (3, 3), (1, 1)),
+        F("DiningTable", (4, 6), (3, 4), (0, 1), center=True),
+        F("GarbageCan", (1, 2), (1, 2), (1, 1)),
+        F("Shelf", (2, 3), (1, 1), (0, 1), mount_y=1.2),
     ],
     "living_room": [
-        F("Sofa", (6, 8), (3, 3), 0.5, (1, 1)),
-        F("ArmChair", (3, 3), (3, 3), 0.5, (0, 2)),
-        F("CoffeeTable", (4, 5), (2, 3), 0.45, (1, 1), center=True),
-        F("TVStand", (5, 6), (2, 2), 0.6, (1, 1)),
-        F("SideTable", (2, 2), (2, 2), 0.65, (0, 2)),
-        F("Dresser", (4, 5), (2, 2), 0.9, (0, 1)),
-        F("Shelf", (3, 4), (1, 1), 1.0, (0, 2)),
-        F("GarbageCan", (1, 2), (1, 2), 0.3, (1, 1)),
-        F("FloorLamp", (1, 1), (1, 1), 1.2, (0, 1)),
-        F("Ottoman", (2, 3), (2, 2), 0.4, (0, 1), center=True),
-        F("Safe", (2, 2), (2, 2), 0.3, (0, 1)),
-        F("DiningTable", (4, 5), (3, 3), 0.75, (0, 1), center=True),
+        F("Sofa", (6, 8), (3, 3), (1, 1)),
+        F("ArmChair", (3, 3), (3, 3), (0, 2)),
+        F("CoffeeTable", (4, 5), (2, 3), (1, 1), center=True),
+        F("TVStand", (5, 6), (2, 2), (1, 1)),
+        F("SideTable", (2, 2), (2, 2), (0, 2)),
+        F("Dresser", (4, 5), (2, 2), (0, 1)),
+        F("Shelf", (3, 4), (1, 1), (0, 2), mount_y=1.0),
+        F("GarbageCan", (1, 2), (1, 2), (1, 1)),
+        F("FloorLamp", (1, 1), (1, 1), (0, 1)),
+        F("Ottoman", (2, 3), (2, 2), (0, 1), center=True),
+        F("Safe", (2, 2), (2, 2), (0, 1)),
+        F("DiningTable", (4, 5), (3, 3), (0, 1), center=True),
     ],
     "bedroom": [
-        F("Bed", (6, 8), (7, 8), 0.6, (1, 1)),
-        F("Desk", (4, 5), (2, 3), 0.75, (1, 1)),
-        F("SideTable", (2, 2), (2, 2), 0.65, (1, 2)),
-        F("Dresser", (4, 5), (2, 2), 0.9, (0, 1)),
-        F("Shelf", (3, 4), (1, 1), 1.1, (0, 2)),
-        F("GarbageCan", (1, 2), (1, 2), 0.3, (1, 1)),
-        F("LaundryHamper", (2, 2), (2, 2), 0.5, (0, 1)),
-        F("FloorLamp", (1, 1), (1, 1), 1.2, (0, 1)),
-        F("ArmChair", (3, 3), (3, 3), 0.5, (0, 1)),
-        F("Safe", (2, 2), (2, 2), 0.3, (0, 1)),
+        F("Bed", (6, 8), (7, 8), (1, 1)),
+        F("Desk", (4, 5), (2, 3), (1, 1)),
+        F("SideTable", (2, 2), (2, 2), (1, 2)),
+        F("Dresser", (4, 5), (2, 2), (0, 1)),
+        F("Shelf", (3, 4), (1, 1), (0, 2), mount_y=1.1),
+        F("GarbageCan", (1, 2), (1, 2), (1, 1)),
+        F("LaundryHamper", (2, 2), (2, 2), (0, 1)),
+        F("FloorLamp", (1, 1), (1, 1), (0, 1)),
+        F("ArmChair", (3, 3), (3, 3), (0, 1)),
+        F("Safe", (2, 2), (2, 2), (0, 1)),
     ],
     "bathroom": [
-        F("CounterTop", (4, 6), (2, 2), 0.85, (1, 2)),
-        F("Toilet", (2, 2), (3, 3), 0.45, (1, 1)),
-        F("BathtubBasin", (6, 7), (3, 3), 0.4, (0, 1)),
-        F("GarbageCan", (1, 1), (1, 1), 0.3, (1, 1)),
-        F("Shelf", (2, 3), (1, 1), 1.1, (0, 1)),
+        F("CounterTop", (4, 6), (2, 2), (1, 2)),
+        F("Toilet", (2, 2), (3, 3), (1, 1)),
+        F("BathtubBasin", (6, 7), (3, 3), (0, 1)),
+        F("GarbageCan", (1, 1), (1, 1), (1, 1)),
+        F("Shelf", (2, 3), (1, 1), (0, 1), mount_y=1.1),
     ],
 }
 ROOM_ATTACHED: dict[str, list[Attached]] = {
@@ -193,10 +196,17 @@ def _try_place(room: _Room, f: Furniture) -> SceneObject | None:
             continue
         room.free[i0:i1, j0:j1] = False
         x, z = room.cell_xz((i0 + i1 - 1) / 2.0, (j0 + j1 - 1) / 2.0)
-        obj = room.add(f.object_type, (x, f.height, z), (0.0, 270.0, 180.0, 90.0)[side], None)
+        obj = room.add(f.object_type, (x, furniture_y(room.cat, f), z), (0.0, 270.0, 180.0, 90.0)[side], None)
         room.footprints[obj.object_id] = (i0, j0, i1, j1, side)
         return obj
     return None
+
+
+def furniture_y(cat: Catalog, f: Furniture) -> float:
+    """The height of a piece's position: ``mount_y``, or its pivot's height with its box on the floor (at 0)."""
+    if f.mount_y is not None:
+        return f.mount_y
+    return -cat.extents[f.object_type].vertical()[0]
 
 
 def _attach(room: _Room, a: Attached, hosts: list[SceneObject]) -> None:
@@ -264,7 +274,7 @@ def _place_small(room: _Room, object_type: str, load: dict[str, int]) -> None:
     k = load.get(recep.object_id, 0)
     size = cat.get(recep.object_type).size
     off = slot_offset(k, CAPACITY_BY_SIZE[size], RADIUS_BY_SIZE[size], len(room.objects))
-    pos = tuple(float(v) for v in np.asarray(recep.position) + off)
+    pos = tuple(float(v) for v in np.asarray(recep.position) + off + (0.0, rest_height(cat, recep.object_type), 0.0))
     room.add(object_type, pos, float(room.rng.choice([0.0, 90.0, 180.0, 270.0])), recep.object_id)  # type: ignore[arg-type]
     load[recep.object_id] = k + 1
 

@@ -26,6 +26,9 @@ from eqagen.core import DataFileError, UnknownNameError
 DATA_DIR = Path(__file__).parent / "data"
 TYPES_FILE = DATA_DIR / "object_types.csv"
 RULES_FILE = DATA_DIR / "receptacle_objects.json"
+EXTENTS_FILE = DATA_DIR / "object_extents.csv"  # rebuilt by benchmarks/derive_object_extents.py
+PIVOTS = ("bottom", "centre", "top")
+MOUNTS = ("floor", "wall", "fixed", "loose")
 
 CAPABILITIES = (
     "pickupable",
@@ -64,6 +67,25 @@ class ObjectType:
 
 
 @dataclass(frozen=True)
+class Extent:
+    """The box of one object type around its reported position (``data/object_extents.csv``): a square
+    footprint ``width`` wide, ``height`` tall, the position at the box's ``pivot``; contents rest ``rest_y``
+    above the position; ``mount`` says what holds it up (floor, wall, the furniture it is fixed to, a
+    receptacle)."""
+
+    width: float
+    height: float
+    pivot: str
+    rest_y: float | None
+    mount: str
+
+    def vertical(self) -> tuple[float, float]:
+        """The box's bottom and top relative to the position's height."""
+        below = {"bottom": 0.0, "centre": self.height / 2, "top": self.height}[self.pivot]
+        return -below, self.height - below
+
+
+@dataclass(frozen=True)
 class Catalog:
     """All object types, with per-type arrays for vectorised lookups in the world."""
 
@@ -73,6 +95,7 @@ class Catalog:
     slices: dict[str, tuple[str, int]]  # sliceable type -> (slice type, number of slices)
     capability: dict[str, np.ndarray]  # capability -> bool [n_types]
     compatible: np.ndarray  # bool [n_types (receptacle), n_types (object)]
+    extents: dict[str, Extent]  # object type -> its box
 
     def get(self, name: str) -> ObjectType:
         if name not in self.index:
@@ -135,9 +158,36 @@ def _read_rules(path: Path, known: set[str]) -> tuple[dict[str, frozenset[str]],
     return holds, raw["action_objects"], slices
 
 
-def build_catalog(types_file: Path = TYPES_FILE, rules_file: Path = RULES_FILE) -> Catalog:
+def _number(row: dict[str, str], key: str, path: Path) -> float:
+    try:
+        return float(row[key])
+    except (TypeError, ValueError):
+        raise DataFileError(path, f"{row['object_type']}.{key}", f"not a number: {row[key]!r}", "give metres") from None
+
+
+def _read_extents(path: Path, known: set[str]) -> dict[str, Extent]:
+    lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    out = {}
+    for row in csv.DictReader(lines):
+        name = row["object_type"]
+        for key, allowed in (("pivot", PIVOTS), ("mount", MOUNTS)):
+            if row[key] not in allowed:
+                raise DataFileError(path, f"{name}.{key}", f"{row[key]!r} is not one of {allowed}", "fix the row")
+        rest = _number(row, "rest_y", path) if row["rest_y"] else None
+        out[name] = Extent(_number(row, "width", path), _number(row, "height", path), row["pivot"], rest, row["mount"])
+    missing = sorted(known - set(out))
+    if missing:
+        fix = "rerun benchmarks/derive_object_extents.py after adding them to its table"
+        raise DataFileError(path, "object_type", f"no extent for {missing}", fix)
+    return out
+
+
+def build_catalog(
+    types_file: Path = TYPES_FILE, rules_file: Path = RULES_FILE, extents_file: Path = EXTENTS_FILE
+) -> Catalog:
     types = _read_types(types_file)
     index = {t.name: i for i, t in enumerate(types)}
+    extents = _read_extents(extents_file, set(index))
     holds, action_objects, slices = _read_rules(rules_file, set(index))
     # ALFRED's heat/cool/clean sets become capabilities, so one lookup answers "can this be heated?".
     types = [
@@ -158,7 +208,7 @@ def build_catalog(types_file: Path = TYPES_FILE, rules_file: Path = RULES_FILE) 
     compatible = np.zeros((n, n), dtype=bool)
     for r, objs in holds.items():
         compatible[index[r], [index[o] for o in objs]] = True
-    return Catalog(tuple(types), index, holds, slices, capability, compatible)
+    return Catalog(tuple(types), index, holds, slices, capability, compatible, extents)
 
 
 @lru_cache(maxsize=1)

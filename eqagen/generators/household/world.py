@@ -79,6 +79,11 @@ def _camera_basis(yaw: float, horizon: float) -> np.ndarray:
     return np.array([[cy, -sy * sh, sy * ch], [0.0, -ch, -sh], [-sy, -cy * sh, cy * ch]])
 
 
+def rest_height(cat: Catalog, object_type: str) -> float:
+    """How far above a receptacle's position what it holds rests (its extent's ``rest_y``; 0 where unknown)."""
+    return cat.extents[object_type].rest_y or 0.0
+
+
 def slot_offset(k: int, capacity: int, radius: float, salt: int) -> np.ndarray:
     """Where the k-th object rests on a receptacle: a sunflower spiral over its surface, deterministic."""
     ang = 2.39996 * (k + 1) + 0.7 * (salt % 7)
@@ -211,6 +216,7 @@ class HouseholdWorld:
         sizes = [a["size"] for a in self.attributes]
         self.radius = np.array([RADIUS_BY_SIZE[s] for s in sizes])
         self.capacity = np.array([CAPACITY_BY_SIZE[s] for s in sizes])
+        self.rest_y = np.array([rest_height(self.cat, t) for t in self.types])  # where contents rest
         self.is_knife = np.isin(np.array(self.types), KNIVES)
         self.effect_target = np.full(len(self.types), -1, dtype=np.int64)
         self.effect_kind = [""] * len(self.types)
@@ -483,6 +489,7 @@ class HouseholdWorld:
         """Rest ``h`` (and what it holds) in ``r`` at the next free slot of r's surface."""
         k = int((self.parent == r).sum())
         target = self.pos[r] + slot_offset(k, int(self.capacity[r]), float(self.radius[r]), h)
+        target[1] += self.rest_y[r]
         moving = self._descendants_mask(h)
         moving[h] = True
         self.pos[moving] += target - self.pos[h]
