@@ -145,6 +145,15 @@ def twin_text(episode_id: pa.ChunkedArray | pa.Array, program: pa.ChunkedArray |
     return pc.binary_join_element_wise(episode_id, program_text(program), "\x1c")
 
 
+def struct_text(column: pa.Array) -> pa.Array:
+    """A struct column (a program's ``args``) as one string per row: each field's value as text (null: empty),
+    joined in the declared order; a string column (older shards' JSON ``args``) as it is."""
+    if not pa.types.is_struct(column.type):
+        return pc.fill_null(column.cast(pa.string()), "")
+    fields = [pc.fill_null(column.field(i).cast(pa.string()), "") for i in range(column.type.num_fields)]
+    return pc.binary_join_element_wise(*fields, "\x1c") if fields else pa.array([""] * len(column), pa.string())
+
+
 def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """A ``program`` struct column as one string per row (query, then the filters in their order): two rows
     have the same text exactly when they hold the same program; null where the program is."""
@@ -153,12 +162,12 @@ def program_text(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     query = column.field("query")
     filters = column.field("filters")
     flat = pc.list_flatten(filters)
-    parts = [pc.fill_null(flat.field(name), "") for name in ("family", "key", "value", "args")]
-    one = pc.binary_join_element_wise(*parts, "\x1f")
+    parts = [pc.fill_null(flat.field(name), "") for name in ("family", "key", "value")]
+    one = pc.binary_join_element_wise(*parts, struct_text(flat.field("args")), "\x1f")
     lengths = pc.fill_null(pc.list_value_length(filters), 0).to_numpy(zero_copy_only=False)
     offsets = np.zeros(len(column) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), one), "\x1e")
-    head = [pc.fill_null(query.field(name), "") for name in ("name", "arg", "args")]
-    text = pc.binary_join_element_wise(*head, joined, "\x1d")
+    head = [pc.fill_null(query.field(name), "") for name in ("name", "arg")]
+    text = pc.binary_join_element_wise(*head, struct_text(query.field("args")), joined, "\x1d")
     return pc.if_else(pc.is_valid(column), text, pa.scalar(None, pa.string()))  # no program: null

@@ -85,7 +85,8 @@ QUESTION_FIELDS = {
     "split": "train, validation or test (the shard's split)",
     "program": "the question as a program: `filters` (each `family`, `key`, `value`, `args`) then a `query` "
     "(`name`, `arg`, `args`); a filter's `args` are a struct of `event`, `event2` (indices into the episode's "
-    "`events`) and `receptacle` (a type), a query's of `kind` (an event kind) and `subject` (a type), null "
+    "`events`), `receptacle` (a type) and `figure` (the type a situational filter saw), a query's of `kind` "
+    "(an event kind) and `subject` (a type), null "
     "where the predicate has none",
     "structured_question": "the program in TAG-EQA's text form (`DATA -> FILTER -> ... -> QUERY`)",
     "structured_answer": "the grounded answer: groups, each with the grounded `predicate`, its `anchor` [x, y, z] "

@@ -47,9 +47,10 @@ def _entries(value: pa.DataType) -> pa.DataType:
 _XYZ = _list(_F64)
 
 # A program's details beyond family, key and value (eqagen.predicates): the events a moment filter names
-# (indices into the episode's events), the receptacle type of a location filter, and the event kind or
+# (indices into the episode's events), the receptacle type of a location filter, the object type a
+# situational filter sees in its configuration (figure), and the event kind or
 # the entity type (subject) a query counts or asks about.
-FILTER_ARGS_TYPE = pa.struct([("event", _I32), ("event2", _I32), ("receptacle", _STR)])
+FILTER_ARGS_TYPE = pa.struct([("event", _I32), ("event2", _I32), ("receptacle", _STR), ("figure", _STR)])
 QUERY_ARGS_TYPE = pa.struct([("kind", _STR), ("subject", _STR)])
 FILTER_TYPE = pa.struct([("family", _STR), ("key", _STR), ("value", _STR), ("args", FILTER_ARGS_TYPE)])
 QUERY_TYPE = pa.struct([("name", _STR), ("arg", _STR), ("args", QUERY_ARGS_TYPE)])
@@ -296,8 +297,11 @@ class UndeclaredFieldError(ValueError):
     """A nested value holds a key its column's type does not declare (pyarrow would drop it silently)."""
 
     def __init__(self, where: str, key: str):
-        super().__init__(f"{where}.{key}: not a field of the column's declared type; fix: declare it in "
-                         f"eqagen/outputs/schemas.py")  # fmt: skip
+        super().__init__(where, key)  # the arguments as given, so that it pickles across worker processes
+
+    def __str__(self) -> str:
+        where, key = self.args
+        return f"{where}.{key}: not a field of the column's declared type; fix: declare it in eqagen/outputs/schemas.py"
 
 
 def _is_entries(t: pa.DataType) -> bool:
