@@ -201,6 +201,7 @@ META_TYPE = pa.struct(
         ("phase_at_stop", _STR),
         ("sought_at_stop", _STR),
         ("sought_unplaced", _BOOL),
+        ("stopped_before_parse_error", _BOOL),
         ("collisions", _I32),
         ("interaction_failures", _I32),
         ("search_revisits", _I32),
