@@ -165,7 +165,7 @@ def test_nested_columns_are_typed_in_the_shard(tmp_path) -> None:
         {"key": k, "value": v} for k, v in sorted(ep.entities.attributes[0].items())
     ]
     args = questions.to_pandas()["program"][1]["filters"][0]["args"]
-    assert args == {"event": 1, "event2": None, "receptacle": None}
+    assert args == {"event": 1, "event2": None, "receptacle": None, "figure": None}
 
 
 def test_an_undeclared_nested_key_is_refused() -> None:
