@@ -291,6 +291,7 @@ def kill_over_older_and_rerun(tmp_path: Path, older: Path, newer: Path, at: int)
     return state, 0
 
 
+@pytest.mark.slow  # about a minute: three killed runs and their reruns (tests/outputs/test_folder.py swaps quickly)
 def test_a_kill_while_writing_over_an_older_dataset_never_leaves_a_mixed_folder(older_and_newer, tmp_path):
     """Three kill points: while shards are staged, right after the swap's journal, and halfway through the
     swap. Each leaves the older dataset whole or a folder every reader refuses; the rerun gives the newer."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from eqagen.core import derive_rng
 from eqagen.predicates import QuestionConfig
 from eqagen.templates.records import sample_questions
@@ -24,6 +26,7 @@ QUERY_ARGS = {("count", "objects"), ("count", "events"), ("getProperty", "color"
 QUERY_ARGS |= {("getState", s) for s in ("open", "toggled", "broken", "filled")}
 
 
+@pytest.mark.slow  # 15 s: 300 episodes sampled (the default suite's sampler tests use a dozen)
 def test_mixes_on_300_household_episodes():
     config = QuestionConfig()
     records = []
