@@ -54,7 +54,7 @@ E = {
     "BaseballBat": (0.1, 0.9, "bottom", "loose"),
     "BasketBall": (0.24, 0.24, "bottom", "loose"),
     "Bathtub": (1.6, 0.6, "bottom", "floor"),
-    "BathtubBasin": (1.4, 0.45, "centre", "fixed"),
+    "BathtubBasin": (1.4, 0.45, "centre", "floor"),  # the embedded homes stand it alone on the floor
     "Bed": (1.9, 0.6, "bottom", "floor"),
     "Blinds": (1.0, 1.2, "centre", "wall"),
     "Book": (0.22, 0.05, "bottom", "loose"),
