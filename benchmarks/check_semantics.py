@@ -12,7 +12,11 @@ Reads a dataset through ``eqagen.outputs.readers`` only and prints each measured
   chair was in front of the table") read the same way, as the steps at which an object of the named type
   stood in the relation;
 - "came into view": the objects that came into view (not seen at the step before) where the question admits;
-- above/under answer objects within 0.15 m of the anchor's centre height, and those also 0.3 m to the side;
+- above/under, read from the boxes (the extent table's rows, the rule restated here from docs/questions.md):
+  each answer object found at a step where it and the anchor stood at their printed coordinates, whether the
+  boxes hold the relation there, those within 0.15 m of the anchor's centre height (and also 0.3 m or more
+  to the side), the issue's examples (counter parts under a faucet, boxes overlapping in height, a sink
+  basin and its countertop, furniture and its drawer, one unit), and twenty random answers with both boxes;
 - twin pairs (records of the same episode and program) in different splits;
 - the coordinate-memorising blind model (``eqagen.curation.criteria``) against chance, overall and on
   grounded test records, with a one-sided binomial test;
@@ -34,6 +38,7 @@ from scipy.stats import binomtest
 
 from eqagen.core import FilterSpec, QARecord
 from eqagen.curation.criteria import answer_contents, blind_setup, coordinate_memory_answers
+from eqagen.generators.household.objects import catalog
 from eqagen.outputs.dataset import read_shards
 from eqagen.outputs.readers import as_dataset, read_episodes, read_questions
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
@@ -182,18 +187,158 @@ def check_came_into_view(ctx: EpisodeContext, r: QARecord, tally: Tally) -> None
         tally.add(f"came-into-view answers that change when read literally {scope}", 1, f"{r.question} -- {r.answer}")
 
 
-def check_vertical(r: QARecord, tally: Tally) -> None:
+# -- above/under, read from the boxes (docs/questions.md, "Above and under") ------------------------------
+VERTICAL = re.compile(r"\b(above|under) the object\b")
+MARGIN, MAX_GAP, HOST_REACH, HOST_SLACK = 0.05, 1.0, 0.25, 0.5
+EPS = 1e-6  # m: positions on the 0.25 m grid put footprints exactly at the margin; float sums differ below this
+PART_OF_COUNTER = {"StoveBurner", "StoveKnob", "CoffeeMachine", "Pot", "Pan", "SinkBasin", "Sink", "CounterTop"}
+FURNITURE_WITH_DRAWERS = {"Desk", "SideTable", "Dresser", "CounterTop"}
+
+
+def box(type_name: str) -> tuple[float, float, float, str]:
+    """(half footprint, bottom, top relative to the position, mount) from the extent table's row."""
+    ext = catalog().extents.get(type_name)
+    if ext is None:
+        return (0.0, 0.0, 0.0, "loose")
+    below = {"bottom": 0.0, "centre": ext.height / 2, "top": ext.height}[ext.pivot]
+    return (ext.width / 2, -below, ext.height - below, ext.mount)
+
+
+def unit_of(ctx: EpisodeContext, t: int, e: int) -> int:
+    """Up e's receptacle chain at t, then to the floor piece a fixed part stands in or on (at step 0)."""
+    for _ in range(8):
+        if ctx.parent[t, e] < 0:
+            break
+        e = int(ctx.parent[t, e])
+    return host_of(ctx, e)
+
+
+def enclosed(ctx: EpisodeContext, e: int) -> bool:
+    """A fixed part whose box lies within its host's height at step 0 (a cabinet under a counter)."""
+    h = host_of(ctx, e)
+    (_, b, top, _), (_, hb, ht, _) = box(str(ctx.types[e])), box(str(ctx.types[h]))
+    y, hy = ctx.position[0, e, 1], ctx.position[0, h, 1]
+    return h != e and y + b >= hy + hb - EPS and y + top <= hy + ht + EPS
+
+
+def host_of(ctx: EpisodeContext, e: int) -> int:
+    """The floor piece a fixed part stands in or on at step 0 (itself for the others, or where none does)."""
+    _, bottom, top, mount = box(str(ctx.types[e]))
+    if mount != "fixed":
+        return e
+    x, y, z = ctx.position[0, e]
+    best, best_d = e, np.inf
+    for f in range(ctx.N):
+        fh, fb, ft, fm = box(str(ctx.types[f]))
+        fx, fy, fz = ctx.position[0, f]
+        d = float(np.hypot(x - fx, z - fz))
+        inside = fm == "floor" and abs(x - fx) <= fh + HOST_SLACK and abs(z - fz) <= fh + HOST_SLACK
+        if inside and y + bottom <= fy + ft + HOST_REACH and y + top >= fy + fb and d < best_d:
+            best, best_d = f, d
+    return best
+
+
+def box_relation(ctx: EpisodeContext, key: str, t: int, e: int, a: int) -> dict[str, float | bool]:
+    """How e's box stands to a's at t: footprints apart (m, <= 0 where they overlap), open air between (m), one
+    unit, and whether the relation holds."""
+    (he, be, te, _), (ha, ba, ta, _) = box(str(ctx.types[e])), box(str(ctx.types[a]))
+    pe, pa = ctx.position[t, e], ctx.position[t, a]
+    apart = max(abs(pe[0] - pa[0]), abs(pe[2] - pa[2])) - he - ha
+    gap = (pe[1] + be) - (pa[1] + ta) if key == "above" else (pa[1] + ba) - (pe[1] + te)
+    one_unit = unit_of(ctx, t, e) == unit_of(ctx, t, a)
+    inside = enclosed(ctx, e) or enclosed(ctx, a)
+    holds = apart <= MARGIN + EPS and EPS < gap <= MAX_GAP + EPS and not one_unit and not inside
+    return {"apart": float(apart), "gap": float(gap), "one_unit": one_unit, "enclosed": inside, "holds": holds}
+
+
+def vertical_groups(ctx: EpisodeContext, r: QARecord):
+    """(key, anchor type, anchor entity, group) for each group of an above/under filter, the anchor found where
+    the answer prints it (or the type's only seen instance)."""
+    spec = next((f for f in r.program.filters if f.family == "location" and f.key in ("above", "under")), None)
+    if spec is None:
+        return
+    anchors = ctx.instances(spec.value)
     for g in r.structured_answer:
-        if g.anchor is None or not re.search(r"(above|under) the object", g.predicate):
+        if g.anchor is None:
+            if len(anchors) == 1:
+                yield spec.key, spec.value, int(anchors[0]), g
             continue
+        hit = [int(a) for a in anchors.tolist() if ctx.anchor_position(int(a)) == tuple(g.anchor)]
+        if hit:
+            yield spec.key, spec.value, hit[0], g
+
+
+def printed_steps(ctx: EpisodeContext, e: int, a: int, item, anchor) -> list[int]:
+    """The steps at which e stood at the item's printed position and a at the anchor's (where printed)."""
+    at_e = (np.round(ctx.position[:, e], 2) == np.asarray(item.position)).all(axis=1)
+    at_a = (np.round(ctx.position[:, a], 2) == np.asarray(anchor)).all(axis=1) if anchor is not None else True
+    return np.flatnonzero(at_e & at_a).tolist()
+
+
+def check_vertical(ctx: EpisodeContext, r: QARecord, tally: Tally, sample: list) -> None:
+    ids = list(ctx.episode.entities.instance_id)
+    for key, anchor_type, a, g in vertical_groups(ctx, r):
         for item in g.result:
-            dy = abs(item.position[1] - g.anchor[1])
-            side = float(np.hypot(item.position[0] - g.anchor[0], item.position[2] - g.anchor[2]))
-            tally.add("above/under answer objects (anchored groups)")
-            if dy < 0.15:
+            e = ids.index(item.entity)
+            steps = printed_steps(ctx, e, a, item, g.anchor)
+            tally.add("above/under answer objects")
+            if not steps:
+                tally.add("  printed where the object and the anchor never stood at one step", 1, r.answer)
+                continue
+            held = [t for t in steps if box_relation(ctx, key, t, e, a)["holds"]]
+            if not held:
+                tally.add("  printed at steps where the boxes do not hold the relation", 1, f"{r.question} -- {item}")
+            t = (held or steps)[-1]
+            rel = box_relation(ctx, key, t, e, a)
+            centre_e = ctx.position[t, e, 1] + sum(box(item.type)[1:3]) / 2
+            centre_a = ctx.position[t, a, 1] + sum(box(anchor_type)[1:3]) / 2
+            side = float(np.hypot(*(ctx.position[t, e, [0, 2]] - ctx.position[t, a, [0, 2]])))
+            if abs(centre_e - centre_a) < 0.15:
                 tally.add("  within 0.15 m of the anchor's centre height")
                 if side >= 0.3:
-                    tally.add("  ... and 0.3 m or more to the side")
+                    tally.add("  ... and 0.3 m or more to the side (beside it)")
+            issue_cases(key, anchor_type, item.type, rel, r, tally)
+            sample.append(described(ctx, r, key, t, e, a))
+
+
+def issue_cases(key: str, anchor_type: str, item_type: str, rel: dict, r: QARecord, tally: Tally) -> None:
+    """The issue's examples: the counter's own parts under its faucet, boxes overlapping in height (a plant
+    beside a burner), a sink basin under its countertop, furniture above its own drawer, what rests in or on the
+    anchor or belongs to the same furniture."""
+    example = f"{r.question} -- {r.answer}"
+    if anchor_type == "Faucet" and key == "under" and item_type in PART_OF_COUNTER:
+        tally.add("  counter parts under a faucet", 1, example)
+    if rel["gap"] <= 0:
+        tally.add("  boxes overlapping in height (beside, not above/under)", 1, example)
+    if {anchor_type, item_type} == {"SinkBasin", "CounterTop"} and rel["gap"] <= MAX_GAP:
+        tally.add("  a sink basin and its countertop", 1, example)
+    if "Drawer" in (anchor_type, item_type) and {anchor_type, item_type} & FURNITURE_WITH_DRAWERS:
+        tally.add("  furniture and a drawer, one above the other", 1, example)
+    if rel["one_unit"]:
+        tally.add("  one unit (resting in or on, part of the same furniture)", 1, example)
+    if rel["enclosed"]:
+        tally.add("  a part inside its furniture (through its top or underside)", 1, example)
+
+
+def described(ctx: EpisodeContext, r: QARecord, key: str, t: int, e: int, a: int) -> str:
+    """An above/under answer object with both boxes at step t, for a reader to judge."""
+    lines = [f"- {r.question}", f"  {r.answer}"]
+    for name, k in (("object", e), ("anchor", a)):
+        half, bottom, top, mount = box(str(ctx.types[k]))
+        x, y, z = ctx.position[t, k]
+        where = f"x {x - half:.2f}..{x + half:.2f}, z {z - half:.2f}..{z + half:.2f}, y {y + bottom:.2f}..{y + top:.2f}"
+        lines.append(f"  {name} {ctx.episode.entities.instance_id[k]} ({mount}) at step {t}: {where}")
+    rel = box_relation(ctx, key, t, e, a)
+    lines.append(f"  {key}: open air {rel['gap']:.2f} m, footprints {max(rel['apart'], 0):.2f} m apart")
+    return "\n".join(lines)
+
+
+def print_vertical_sample(sample: list[str], n: int, seed: int) -> None:
+    """``n`` random above/under answer objects with both boxes."""
+    rng = np.random.default_rng(seed)
+    print(f"\n{n} random above/under answer objects (boxes in the episode frame, metres):")
+    for i in sorted(rng.choice(len(sample), size=min(n, len(sample)), replace=False).tolist()):
+        print(sample[i])
 
 
 ALWAYS_PRINTED = (
@@ -205,11 +350,25 @@ ALWAYS_PRINTED = (
     *(f"came-into-view answers that change when read literally {s}" for s in ("with a moment", "without a moment")),
     "situation answers that change when read literally",
     "twin pairs across splits",
+    "answers repeating a clause word for word",
+    "texts matching 'tissue box in the box'",
+    "texts matching 'under a faucet'",
+    "  counter parts under a faucet",
+    "  boxes overlapping in height (beside, not above/under)",
+    "  a sink basin and its countertop",
+    "  furniture and a drawer, one above the other",
+    "  one unit (resting in or on, part of the same furniture)",
+    "  a part inside its furniture (through its top or underside)",
+    "  printed at steps where the boxes do not hold the relation",
+    "  printed where the object and the anchor never stood at one step",
     "  of them train-test",
 )
 ODD_ANSWERS = {
     "under a faucet": re.compile(r"under the faucet", re.I),
     "tissue box in the box": re.compile(r"tissue box was in the box", re.I),
+    "a thing in or on a thing of its own name": re.compile(
+        r"\bthe ([\w ]+) (?:was|were) (?:in|on) the \1(?=[.,;]| and)", re.I
+    ),
 }
 
 
@@ -217,9 +376,12 @@ def check_odd(r: QARecord, tally: Tally) -> None:
     for name, pattern in ODD_ANSWERS.items():
         if pattern.search(r.question) or pattern.search(r.answer):
             tally.add(f"texts matching '{name}'", 1, f"{r.question} -- {r.answer}")
-    parts = [p.split(": ", 1)[-1] for p in r.answer.rstrip(".").split("; ")]
+    clauses = r.answer.rstrip(".").split("; ")
+    if len({c.lower() for c in clauses}) < len(clauses):  # "the drawer was brown; the drawer was brown"
+        tally.add("answers repeating a clause word for word", 1, r.answer)
+    parts = [p.split(": ", 1)[-1] for p in clauses]
     if len(parts) > 1 and len(set(parts)) < len(parts) and r.query_type not in ("count", "listObjects"):
-        tally.add("answers repeating a group's sentence", 1, r.answer)
+        tally.add("answers giving two anchors' groups the same sentence (each labelled)", 1, r.answer)
 
 
 # -- the dataset ------------------------------------------------------------------------------------------
@@ -269,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--examples", type=int, default=2)
+    parser.add_argument("--vertical-sample", type=int, default=20, help="above/under answers to print with boxes")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     dataset = as_dataset(args.out_dir)
     table = read_shards(dataset.shards("questions"), QUESTIONS_SCHEMA)
@@ -277,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     for name in ALWAYS_PRINTED:  # the issue's measures, printed even where none was found
         tally.n.setdefault(name, 0)
+    sample: list[str] = []
     by_episode: dict[str, list[QARecord]] = defaultdict(list)
     for r in records:
         by_episode[r.episode_id].append(r)
@@ -285,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rs:
             check_positions(ctx, r, tally)
             check_came_into_view(ctx, r, tally)
-            check_vertical(r, tally)
+            check_vertical(ctx, r, tally, sample)
             check_odd(r, tally)
     twins_across_splits(records, tally)
     mix(records, table, tally)
@@ -295,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
         for example in tally.examples.get(name, [])[: args.examples]:
             print(f"          e.g. {example}")
     memoriser(table, tally)
+    if sample and args.vertical_sample:
+        print_vertical_sample(sample, args.vertical_sample, args.seed)
     return 0
 
 

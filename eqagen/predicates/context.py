@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from eqagen.core import Episode, FilterSpec, QuerySpec, number_events, to_egocentric
-from eqagen.predicates.extents import entity_boxes, fixed_hosts, units
+from eqagen.predicates.extents import enclosed_parts, entity_boxes, fixed_hosts, units
 from eqagen.predicates.worlds import WorldSupport, world_support
 
 
@@ -122,6 +122,7 @@ class EpisodeContext:
         start = self.position[0] if self.T else np.zeros((self.N, 3))
         host = fixed_hosts(start, self.half_width, self.box_bottom, self.box_top, mount)
         self.unit: np.ndarray = units(self.parent, host)
+        self.enclosed: np.ndarray = enclosed_parts(start, self.box_bottom, self.box_top, host)
 
     def flag(self, name: str) -> np.ndarray:
         """Bool ``[T, N]`` of a state flag (all False when the episode has no such flag)."""

@@ -65,6 +65,16 @@ def fixed_hosts(
     return host
 
 
+def enclosed_parts(position: np.ndarray, bottom: np.ndarray, top: np.ndarray, host: np.ndarray) -> np.ndarray:
+    """``[N]`` the fixed parts whose box lies within their host's height (a drawer in a desk, a cabinet under a
+    counter, a stove knob on its front): seen from above or below, they are behind the furniture's own top or
+    underside, so what is over the counter is over the counter, not over the cabinet in it."""
+    own = host != np.arange(len(host))
+    low = position[:, 1] + bottom >= position[host, 1] + bottom[host]
+    high = position[:, 1] + top <= position[host, 1] + top[host]
+    return own & low & high
+
+
 def units(parent: np.ndarray, host: np.ndarray) -> np.ndarray:
     """``[T, N]`` each entity's unit at each step: up its receptacle chain to the top, then to that one's host."""
     root = np.broadcast_to(np.arange(parent.shape[1]), parent.shape).copy()

@@ -121,8 +121,9 @@ def same_receptacle(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
 def vertical_relation(ctx: EpisodeContext, key: str, t: np.ndarray, e: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Whether entity e is ``above`` (``under``) entity a at step t (index arrays, broadcast together): their
     boxes' footprints overlap in the x-z plane (to ``above_margin``), e's bottom is higher than a's top (e's
-    top lower than a's bottom) by at most ``above_max_gap``, and they are different units (neither rests in or
-    on the other or on the furniture the other belongs to, nor is part of it: ``EpisodeContext.unit``)."""
+    top lower than a's bottom) by at most ``above_max_gap``, they are different units (neither rests in or on
+    the other or on the furniture the other belongs to, nor is part of it: ``EpisodeContext.unit``), and neither
+    is a part enclosed by its furniture (``EpisodeContext.enclosed``: a cabinet under a counter)."""
     pe, pa = ctx.position[t, e], ctx.position[t, a]
     reach = ctx.half_width[e] + ctx.half_width[a] + param(ctx, "above_margin")
     over = (np.abs(pe[..., 0] - pa[..., 0]) <= reach) & (np.abs(pe[..., 2] - pa[..., 2]) <= reach)
@@ -130,7 +131,8 @@ def vertical_relation(ctx: EpisodeContext, key: str, t: np.ndarray, e: np.ndarra
         gap = (pe[..., 1] + ctx.box_bottom[e]) - (pa[..., 1] + ctx.box_top[a])
     else:
         gap = (pa[..., 1] + ctx.box_bottom[a]) - (pe[..., 1] + ctx.box_top[e])
-    return over & (gap > 0) & (gap <= param(ctx, "above_max_gap")) & (ctx.unit[t, e] != ctx.unit[t, a])
+    apart = (ctx.unit[t, e] != ctx.unit[t, a]) & ~ctx.enclosed[e] & ~ctx.enclosed[a]
+    return over & (gap > 0) & (gap <= param(ctx, "above_max_gap")) & apart
 
 
 def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:

@@ -64,6 +64,15 @@ class Plain:
         first = next((s for s in range(self.T) if self.data[s][a]), 0)
         return self.pos[t][a] == self.pos[first][a]
 
+    def enclosed(self, e: int) -> bool:
+        """A fixed part whose box lies within its host's height (at step 0)."""
+        h = self.host[e]
+        if h == e:
+            return False
+        _, b, top, _ = self.box[e]
+        _, hb, ht, _ = self.box[h]
+        return self.pos[0][e][1] + b >= self.pos[0][h][1] + hb and self.pos[0][e][1] + top <= self.pos[0][h][1] + ht
+
     def unit(self, t: int, e: int) -> int:
         r = e
         for _ in range(8):
@@ -114,7 +123,7 @@ def location_holds(p: Plain, f, t: int, e: int, a: int) -> bool:
         if r < 0 or not p.data[t][a] or p.types[r] != f.args["receptacle"] or e == a:
             return False
         return p.parent[t][e] == r
-    if p.unit(t, e) == p.unit(t, a) or not p.named_here(t, a):
+    if p.unit(t, e) == p.unit(t, a) or not p.named_here(t, a) or p.enclosed(e) or p.enclosed(a):
         return False
     (xe, ye, ze), (xa, ya, za) = p.pos[t][e], p.pos[t][a]
     he, be, te, _ = p.box[e]

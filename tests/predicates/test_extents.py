@@ -127,3 +127,22 @@ def test_above_is_under_reversed_never_both_never_itself_or_its_receptacle(objec
     for i, (_, _, p) in enumerate(objects):
         if p >= 0:
             assert not above[i, p] and not under[i, p] and not above[p, i] and not under[p, i]
+
+
+def test_a_part_inside_its_furniture_is_read_through_the_furniture():
+    """A pencil on a wall shelf over a counter is above the counter, not above the cabinet under its top; a
+    towel hangs below its holder's bar, so it is beside the sink basin below the bar, not over it."""
+    ep = room(
+        [
+            ("CounterTop", (0.0, 0.92, 0.0), -1),
+            ("Cabinet", (0.0, 0.45, 0.0), -1),
+            ("Shelf", (0.0, 1.25, 0.0), -1),
+            ("Pencil", (0.0, 1.26, 0.0), 2),
+            ("TowelHolder", (0.6, 1.2, 0.0), -1),
+            ("Towel", (0.6, 1.2, 0.0), 4),
+            ("SinkBasin", (0.6, 0.88, 0.0), -1),
+        ]
+    )
+    assert related(ep, "under", "Pencil") == ["CounterTop#1"]
+    assert related(ep, "above", "Cabinet") == [] and related(ep, "under", "Cabinet") == []
+    assert related(ep, "under", "Towel") == []

@@ -24,7 +24,7 @@ def kitchen() -> HouseholdScene:
     shelf = _obj("Shelf", (0.5, 1.2, -1.25))
     objs = [
         counter, table, shelf,
-        _obj("Fridge", (1.25, 0.9, 0.75)),
+        _obj("Fridge", (1.25, 0.0, 0.75)),  # AI2-THOR pivot: on the floor (data/object_extents.csv)
         _obj("Microwave", (-0.1, 1.05, 0.75)),
         _obj("SinkBasin", (0.8, 0.88, 0.8)),
         _obj("Faucet", (0.8, 1.08, 0.85)),
