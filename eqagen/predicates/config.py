@@ -15,14 +15,16 @@ N_FILTERS_MIX = {1: 0.4, 2: 0.3, 3: 0.2, 4: 0.1}
 
 
 class ProposalFactors(BaseModel):
-    """Per query type and per number of filters, a factor on its mix weight when proposing (1: as the mix)."""
+    """Per query type, filter family and number of filters, a factor on its mix weight when proposing (1: as the
+    mix)."""
 
     model_config = ConfigDict(extra="forbid")
 
     query: dict[str, float] = Field(default_factory=dict)
+    family: dict[str, float] = Field(default_factory=dict)
     n_filters: dict[int, float] = Field(default_factory=dict)
 
-    @field_validator("query", "n_filters")
+    @field_validator("query", "family", "n_filters")
     @classmethod
     def _positive(cls, factors: dict) -> dict:
         if any(f <= 0 for f in factors.values()):
@@ -61,8 +63,8 @@ class QuestionConfig(BaseModel):
     query_mix: dict[str, float] = Field(default_factory=lambda: dict(QUERY_MIX))
     proposal_factors: ProposalFactors = Field(
         default_factory=lambda: ProposalFactors(),
-        description="factors on the query_mix / n_filters_mix weights when the sampler proposes (the dataset's "
-        "targets stay the mixes): for kinds whose questions balancing keeps less often than others'",
+        description="factors on the query_mix / family_mix / n_filters_mix weights when the sampler proposes (the "
+        "dataset's targets stay the mixes): for kinds whose questions balancing keeps less often than others'",
     )
     family_mix: dict[str, float] = Field(default_factory=lambda: dict(FAMILY_MIX))
     n_filters_mix: dict[int, float] = Field(default_factory=lambda: dict(N_FILTERS_MIX))
@@ -101,6 +103,10 @@ class QuestionConfig(BaseModel):
     def proposal_mix(self) -> dict[str, float]:
         """The query mix the sampler steers towards: ``query_mix`` times ``proposal_factors.query``."""
         return scaled_mix(self.query_mix, self.proposal_factors.query)
+
+    def proposal_family_mix(self) -> dict[str, float]:
+        """The filter-family mix the sampler draws by: ``family_mix`` times ``proposal_factors.family``."""
+        return scaled_mix(self.family_mix, self.proposal_factors.family)
 
     def proposal_n_filters_mix(self) -> dict[int, float]:
         """The numbers of filters the sampler draws by: ``n_filters_mix`` times ``proposal_factors.n_filters``."""

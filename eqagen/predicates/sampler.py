@@ -274,7 +274,7 @@ def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, r
     found = prefer_common(index, found, prefer, config, rng)
     present = sorted({index.family_of[c.spec] for c in found})
     names = tuple(index.families[f] for f in present)
-    family_name = pick_by_shares(names, target_shares(names, config.family_mix), state.mix.families, rng)
+    family_name = pick_by_shares(names, target_shares(names, config.proposal_family_mix()), state.mix.families, rng)
     family = index.families.index(family_name)
     found = [c for c in found if index.family_of[c.spec] == family]
     best = [c for c in found if index.ambiguous[c.spec] == prefer] or found

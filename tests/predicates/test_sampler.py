@@ -150,10 +150,11 @@ def test_deficit_picking_follows_the_target_mix():
 
 
 def test_proposal_factors_scale_the_proposal_mix_and_not_the_target():
-    factors = {"query": {"getState": 2, "listObjects": 3}, "n_filters": {3: 2}}
+    factors = {"query": {"getState": 2, "listObjects": 3}, "family": {"moment": 2}, "n_filters": {3: 2}}
     config = QuestionConfig(query_mix={"count": 0.5, "getState": 0.25}, proposal_factors=factors)
     assert config.proposal_mix() == {"count": 0.5, "getState": 0.5, "listObjects": 0.375 * 3}
     assert config.proposal_n_filters_mix() == {**config.n_filters_mix, 3: 2 * config.n_filters_mix[3]}
+    assert config.proposal_family_mix() == {**config.family_mix, "moment": 2 * config.family_mix["moment"]}
     assert config.query_mix == {"count": 0.5, "getState": 0.25}  # the dataset's target stays as written
     for bad in ({"query": {"getState": 0}}, {"n_filters": {3: -1}}, {"queries": {}}):
         with pytest.raises(ValueError):
