@@ -217,6 +217,7 @@ def remaining_goal(goal: Goal, done: Tally, records: float) -> Goal:
     )
 
 
+FLOOR_WEIGHT = 4.0  # a floor has no tolerance in the audit: its shortfall counts this many times a share's
 SHARE_TOLERANCE = 0.03  # a share's distance from its target is counted in units of this (the audit's least)
 SPREAD_WEIGHT = 0.01  # beside the largest distance, the sum of all distances counts this much
 TIE_WEIGHT = 1e-4  # a seeded cost per record that tells equally good groups apart
@@ -228,7 +229,7 @@ def share_rows(
     """The shares the composition steers, as rows over the groups ``idx``: a row's product with the choice
     vector is the share's distance from its target in its own unit (records, or filters for the families),
     scaled so that ``SHARE_TOLERANCE`` of the share is 1. Also per row whether it is two-sided (a floor
-    counts only below)."""
+    counts only below, and four times: the audit allows a floor no shortfall)."""
     size = groups.size[idx].astype(float)
     filters = groups.families[idx].sum(axis=1).astype(float)
     filter_unit = SHARE_TOLERANCE * records * filters.sum() / max(size.sum(), 1.0)
@@ -244,7 +245,8 @@ def share_rows(
     for f, target in enumerate(goal.families):
         add(groups.families[idx, f].astype(float), filters, target, filter_unit)
         if goal.floors[f] > 0:
-            add(groups.families[idx, f].astype(float), filters, goal.floors[f] + FLOOR_MARGIN, filter_unit, False)
+            floor = goal.floors[f] + FLOOR_MARGIN
+            add(groups.families[idx, f].astype(float), filters, floor, filter_unit / FLOOR_WEIGHT, False)
     if goal.n_filters is not None:
         for k, target in enumerate(goal.n_filters):
             add(groups.n_filters[idx, k].astype(float), size, target, record_unit)
