@@ -28,11 +28,8 @@ import pyarrow as pa
 from eqagen.core import Episode, Program, QARecord
 from eqagen.paraphrase.tables import PARAPHRASE_TYPE
 
-SCHEMA_VERSION = "1"
-_STR, _I32, _F64 = pa.string(), pa.int32(), pa.float64()
-
-
-_BOOL, _I64 = pa.bool_(), pa.int64()
+SCHEMA_VERSION = "2"  # 2: nested values typed (program args, task, meta, attributes), no longer JSON text
+_STR, _I32, _I64, _F64, _BOOL = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
 
 
 def _list(t: pa.DataType) -> pa.DataType:
