@@ -58,13 +58,13 @@ def _mugs(n: int, near: tuple[float, float, float]) -> tuple[ResultItem, ...]:
 
 
 def sample_records() -> list[QARecord]:
-    on_counter = FilterSpec("location", "on", "CounterTop", {"entity": 4})
+    on_counter = FilterSpec("location", "on", "CounterTop", {})
     return [
         record(
             f"How many mugs are on the countertop {_coords(COUNTER_A)}?",
             "3",
             [on_counter],
-            QuerySpec("count", "", {"type": "Mug"}),
+            QuerySpec("count", "", {"subject": "Mug"}),
             [AnswerGroup("on CounterTop#1", COUNTER_A, _mugs(3, COUNTER_A), "3")],
             "number",
             grounded=True,
@@ -73,7 +73,7 @@ def sample_records() -> list[QARecord]:
             "How many mugs are on the countertop?",
             f"2 on the countertop {_coords(COUNTER_A)} and 1 on the countertop {_coords(COUNTER_B)}.",
             [on_counter],
-            QuerySpec("count", "", {"type": "Mug"}),
+            QuerySpec("count", "", {"subject": "Mug"}),
             [
                 AnswerGroup("on CounterTop#1", COUNTER_A, _mugs(2, COUNTER_A), "2"),
                 AnswerGroup("on CounterTop#2", COUNTER_B, _mugs(1, COUNTER_B), "1"),
@@ -85,7 +85,7 @@ def sample_records() -> list[QARecord]:
             "Yes.",
             [
                 FilterSpec("state", "open", "true"),
-                FilterSpec("moment", "right_after", "pickup Apple", {"event": 3, "ordinal": 1}),
+                FilterSpec("moment", "right_after", "pickup Apple", {"event": 3}),
             ],
             QuerySpec("getState", "open"),
             [AnswerGroup("Fridge#1", None, (ResultItem("Fridge#1", "Fridge", (2.0, 0.0, 1.5)),), "yes")],
@@ -94,15 +94,15 @@ def sample_records() -> list[QARecord]:
         record(
             "What color is the bowl inside the cabinet?",
             "Green.",
-            [FilterSpec("location", "inside", "Cabinet", {"entity": 7})],
-            QuerySpec("getProperty", "color", {"type": "Bowl"}),
+            [FilterSpec("location", "inside", "Cabinet", {})],
+            QuerySpec("getProperty", "color", {"subject": "Bowl"}),
             [AnswerGroup("inside Cabinet#3", None, (ResultItem("Bowl#1", "Bowl", (1.1, 0.4, 0.2)),), "green")],
             "color",
         ),
         record(
             "What objects did you see right after you opened the fridge for the second time?",
             "An apple, an egg and a tomato.",
-            [FilterSpec("moment", "right_after", "open Fridge", {"event": 9, "ordinal": 2})],
+            [FilterSpec("moment", "right_after", "open Fridge", {"event": 9})],
             QuerySpec("listObjects"),
             [
                 AnswerGroup(
@@ -122,7 +122,7 @@ def sample_records() -> list[QARecord]:
             "Where is the knife?",
             "On the dining table (x=1.20, y=0.90, z=2.05).",
             [],
-            QuerySpec("getLocation", "", {"type": "Knife"}),
+            QuerySpec("getLocation", "", {"subject": "Knife"}),
             [
                 AnswerGroup(
                     "DiningTable#1",
@@ -136,16 +136,16 @@ def sample_records() -> list[QARecord]:
         record(
             "How many times did you open the drawer before you turned on the lamp?",
             "2",
-            [FilterSpec("moment", "before", "toggle DeskLamp", {"event": 12, "ordinal": 1})],
-            QuerySpec("count", "event", {"event": "open Drawer"}),
+            [FilterSpec("moment", "before", "toggle DeskLamp", {"event": 12})],
+            QuerySpec("count", "events", {"kind": "open", "subject": "Drawer"}),
             [AnswerGroup("before toggle DeskLamp #1", None, (ResultItem("Drawer#2", "Drawer", (0.3, 0.4, 1.0)),), "2")],
             "number",
         ),
         record(
             "How many chairs are in the kitchen?",
             "4",
-            [FilterSpec("region", "in_room", "Kitchen", {"region": 2})],
-            QuerySpec("count", "", {"type": "Chair"}),
+            [FilterSpec("region", "in_room", "Kitchen", {})],
+            QuerySpec("count", "", {"subject": "Chair"}),
             [
                 AnswerGroup(
                     "in Kitchen",
@@ -161,7 +161,7 @@ def sample_records() -> list[QARecord]:
         record(
             "Is the cabinet left of the sink closed?",
             "No.",
-            [FilterSpec("position", "left_of", "SinkBasin", {"entity": 3}), FilterSpec("state", "open", "false")],
+            [FilterSpec("position", "left_of", "SinkBasin", {}), FilterSpec("state", "open", "false")],
             QuerySpec("getState", "open"),
             [AnswerGroup("left of SinkBasin#1", None, (ResultItem("Cabinet#4", "Cabinet", (-0.5, 0.4, 1.0)),), "no")],
             "yes/no",
@@ -187,8 +187,8 @@ def _generated_count(rng, i: int) -> QARecord:
     return record(
         f"How many {plural} are on the {_words(rec)} {_coords(anchor)}?",
         str(n),
-        [FilterSpec("location", "on", rec, {"entity": int(rng.integers(20))})],
-        QuerySpec("count", "", {"type": obj}),
+        [FilterSpec("location", "on", rec, {})],
+        QuerySpec("count", "", {"subject": obj}),
         [AnswerGroup(f"on {rec}#1", anchor, tuple(ResultItem(f"{obj}#{k}", obj, anchor) for k in range(n)), str(n))],
         "number",
         grounded=True,
@@ -203,8 +203,8 @@ def _generated_color(rng, i: int) -> QARecord:
     return record(
         f"What color is the {_words(obj)} on the {_words(rec)}?",
         f"{color.capitalize()}.",
-        [FilterSpec("location", "on", rec, {"entity": int(rng.integers(20))})],
-        QuerySpec("getProperty", "color", {"type": obj}),
+        [FilterSpec("location", "on", rec, {})],
+        QuerySpec("getProperty", "color", {"subject": obj}),
         [AnswerGroup(f"on {rec}#1", None, (ResultItem(f"{obj}#1", obj, (0.0, 0.5, 1.0)),), color)],
         "color",
         episode=f"ep-{i:05d}",
@@ -218,8 +218,8 @@ def _generated_state(rng, i: int) -> QARecord:
     return record(
         f"Was the {_words(obj)} open after you picked up the {_words(_TYPES[rng.integers(len(_TYPES))])}?",
         "Yes." if is_open else "No.",
-        [FilterSpec("moment", "after", "pickup", {"event": int(rng.integers(30)), "ordinal": 1})],
-        QuerySpec("getState", "open", {"type": obj}),
+        [FilterSpec("moment", "after", "pickup", {"event": int(rng.integers(30))})],
+        QuerySpec("getState", "open", {"subject": obj}),
         [AnswerGroup(f"{obj}#1", None, (ResultItem(f"{obj}#1", obj, (1.0, 0.0, 2.0)),), "yes" if is_open else "no")],
         "yes/no",
         episode=f"ep-{i:05d}",

@@ -27,8 +27,8 @@ def _mugs(n):
 MUGS_LEFT = record(
     "How many mugs are to the left of the bowl (x=0.50, y=0.90, z=-1.00) (as seen from where you stood)?",
     "3.",
-    [FilterSpec("position", "left", "Bowl", {"entity": 2})],
-    QuerySpec("count", "", {"type": "Mug"}),
+    [FilterSpec("position", "left", "Bowl", {})],
+    QuerySpec("count", "", {"subject": "Mug"}),
     [AnswerGroup("left of Bowl#1", BOWL, _mugs(3), "3")],
     "number",
     grounded=True,
