@@ -76,10 +76,15 @@ def test_files_and_unknown_presets(tmp_path) -> None:
         load_config(str(tmp_path / "typo.yaml"))
 
 
-def test_set_on_a_mapping_merges_one_key() -> None:
-    # the demo names no query mix: the default's other four types stay beside the one set
-    config = load_config("demo", ["questions.query_mix.count=0.5"])
+def test_set_on_a_mapping_merges_one_key(tmp_path) -> None:
+    # a config that names no query mix: the default's other four types stay beside the one set
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\ngeneration: {family: household, n_episodes: 4}\n")
+    config = load_config(str(plain), ["questions.query_mix.count=0.5"])
     assert config.questions.query_mix == {**QUERY_MIX, "count": 0.5}
+    # the demo names one: its other types stay
+    demo = read_preset("demo")["questions"]["query_mix"]
+    assert load_config("demo", ["questions.query_mix.count=0.5"]).questions.query_mix == {**demo, "count": 0.5}
     # tag-eqa names its family mix: the preset's other families stay
     tag = read_preset("tag-eqa")["questions"]["family_mix"]
     assert load_config("tag-eqa", ["questions.family_mix.moment=0.5"]).questions.family_mix == {**tag, "moment": 0.5}
