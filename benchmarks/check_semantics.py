@@ -200,8 +200,8 @@ def box(type_name: str) -> tuple[float, float, float, str]:
     ext = catalog().extents.get(type_name)
     if ext is None:
         return (0.0, 0.0, 0.0, "loose")
-    below = {"bottom": 0.0, "centre": ext.height / 2, "top": ext.height}[ext.pivot]
-    return (ext.width / 2, -below, ext.height - below, ext.mount)
+    bottom, top = ext.vertical()
+    return (ext.width / 2, bottom, top, ext.mount)
 
 
 def unit_of(ctx: EpisodeContext, t: int, e: int) -> int:

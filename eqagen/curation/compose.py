@@ -7,10 +7,9 @@ per partition of scenes, so that the query types' shares of records and the filt
 filters follow their targets, and the held-out partition supplies its share of the records
 (:func:`eqagen.curation.partition.held_out_share`):
 
-- groups are sorted into kinds (query type, filter families), each kind a queue in a seeded order;
-- one group at a time, the next group of the kind whose addition leaves the shares closest to their
-  targets (squared distances; a family with a floor, the temporal one, weighs four times below its floor)
-  is added, until the partition has its records or its queues run dry.
+- within a partition, a linear program (:func:`choose_groups`) keeps the records wanted and minimises the
+  largest distance of any share from its target, in units of the audit's least tolerance (a floor, the
+  temporal one, counted four times below itself); its few fractional groups are taken by weight.
 
 The held-out partition is composed first (it is the smaller pool); the seen partition then aims at what
 the held-out part leaves of the dataset's mix (:func:`remaining_goal`), and where the held-out part falls
@@ -152,27 +151,16 @@ def target_vector(names: list[str], shares: dict[str, float]) -> np.ndarray:
     return np.array([shares.get(n, 0.0) for n in names], dtype=np.float64)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tally:
-    """What has been chosen so far: records, records per query type, filters per family, records per number
-    of filters, grounded records."""
+    """What some groups hold: records, records per query type, filters per family, records per number of
+    filters, grounded records."""
 
     records: float
     queries: np.ndarray
     families: np.ndarray
     n_filters: np.ndarray
-    grounded: float = 0.0
-
-    @classmethod
-    def empty(cls, groups: Groups) -> Tally:
-        return cls(0.0, np.zeros(len(groups.query_names)), np.zeros(len(groups.family_names)), np.zeros(MAX_FILTERS))
-
-    def add(self, groups: Groups, g: int) -> None:
-        self.records += groups.size[g]
-        self.queries[groups.query[g]] += groups.size[g]
-        self.families += groups.families[g]
-        self.n_filters += groups.n_filters[g]
-        self.grounded += groups.grounded[g]
+    grounded: float
 
 
 @dataclass(frozen=True)
@@ -184,11 +172,17 @@ class Goal:
     grounded: float | None = None
 
 
-def tally_of(groups: Groups, chosen: list[int]) -> Tally:
-    tally = Tally.empty(groups)
-    for g in chosen:
-        tally.add(groups, g)
-    return tally
+def tally_of(groups: Groups, chosen: np.ndarray | list[int]) -> Tally:
+    """The :class:`Tally` of the groups ``chosen`` (indices)."""
+    chosen = np.asarray(chosen, dtype=np.int64)
+    size = groups.size[chosen].astype(float)
+    return Tally(
+        float(size.sum()),
+        np.bincount(groups.query[chosen], weights=size, minlength=len(groups.query_names)),
+        groups.families[chosen].sum(axis=0).astype(float),
+        groups.n_filters[chosen].sum(axis=0).astype(float),
+        float(groups.grounded[chosen].sum()),
+    )
 
 
 def remaining_goal(goal: Goal, done: Tally, records: float) -> Goal:
@@ -388,17 +382,13 @@ def compose(table: pa.Table, config: ComposeConfig, seed: int) -> tuple[pa.Table
 
 
 def shares(groups: Groups, chosen: np.ndarray) -> dict[str, dict[str, float]]:
-    records = max(groups.size[chosen].sum(), 1)
-    queries = np.bincount(groups.query[chosen], weights=groups.size[chosen], minlength=len(groups.query_names))
-    families = groups.families[chosen].sum(axis=0)
-    n_filters = groups.n_filters[chosen].sum(axis=0)
+    tally = tally_of(groups, chosen)
+    records, filters = max(tally.records, 1.0), max(float(tally.families.sum()), 1.0)
     return {
-        "query_type": {n: round(float(v / records), 4) for n, v in zip(groups.query_names, queries)},
-        "filter_family": {
-            n: round(float(v / max(families.sum(), 1)), 4) for n, v in zip(groups.family_names, families)
-        },
-        "n_filters": {str(k + 1): round(float(v / records), 4) for k, v in enumerate(n_filters)},
-        "grounded": {"share": round(float(groups.grounded[chosen].sum() / records), 4)},
+        "query_type": {n: round(float(v / records), 4) for n, v in zip(groups.query_names, tally.queries)},
+        "filter_family": {n: round(float(v / filters), 4) for n, v in zip(groups.family_names, tally.families)},
+        "n_filters": {str(k + 1): round(float(v / records), 4) for k, v in enumerate(tally.n_filters)},
+        "grounded": {"share": round(tally.grounded / records, 4)},
     }
 
 

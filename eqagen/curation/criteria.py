@@ -540,7 +540,7 @@ BLIND_TEST = (
 )
 
 
-def test_grounded(questions: pa.Table, setup: BlindSetup) -> np.ndarray | None:
+def grounded_test_records(questions: pa.Table, setup: BlindSetup) -> np.ndarray | None:
     """Per test record (in ``setup.test`` order) whether it is grounded; None where the table does not say."""
     if "grounded" not in questions.column_names:
         return None
@@ -568,7 +568,7 @@ def blind_baselines(
         "coordinate_memory": coordinate_memory_answers(questions, setup),
     }
     chance = setup.chance
-    grounded = test_grounded(questions, setup)
+    grounded = grounded_test_records(questions, setup)
     measured = {
         m: accuracy_against_chance(a, setup.truth, chance, setup.test_types, grounded) for m, a in models.items()
     }

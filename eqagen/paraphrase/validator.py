@@ -259,10 +259,7 @@ def _structural_words(record: QARecord) -> Structural:
         out += [("material", m, "program") for m in lx.scan("material", f.value)]
         if f.key == "utility" and lx.content_stems(f.value):
             out.append(("utility", lx.content_stems(f.value), "program"))
-        out += [
-            ("ordinal", int(v), "program") for k, v in f.args.items() if k.startswith("ordinal") and isinstance(v, int)
-        ]
-        out += [("ordinal", o, "program") for o in lx.scan_ordinals(f.value)]
+        out += [("ordinal", o, "program") for o in lx.scan_ordinals(f.value)]  # "the second time you ..."
     query = record.program.query
     if query.name == "getState" and record.answer_type not in _YES_NO_TYPES and lx.STATE_KEYS.get(query.arg.lower()):
         asked = lx.STATE_KEYS[query.arg.lower()]  # "switched on or off?": both may be named in the question

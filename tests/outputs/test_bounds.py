@@ -115,19 +115,26 @@ def retyped(shard: Path) -> None:
     pq.write_table(table.append_column("note", pa.array(["x"] * table.num_rows)), shard)
 
 
+def retype_with_checksums(folder: Path, which: str) -> dict[str, Path]:
+    """Retype the last questions shard (``which`` "one shard") or every one, and fix their checksums and sizes
+    in the manifest, as a careful tamperer would; returns the retyped shards by manifest path."""
+    shards = sorted((folder / "questions").glob("*.parquet"))
+    tampered = shards[-1:] if which == "one shard" else shards
+    for shard in tampered:
+        retyped(shard)
+    fixed = {s.relative_to(folder).as_posix(): s for s in tampered}
+    edit_manifest(folder, lambda m: [s.update(sha256=sha256_of(fixed[s["path"]]), bytes=fixed[s["path"]].stat().st_size)
+                                   for s in m["shards"] if s["path"] in fixed])  # fmt: skip
+    return fixed
+
+
 @pytest.mark.parametrize("which", ["one shard", "every shard"])
 @pytest.mark.parametrize("fmt", ["openeqa", "jsonl"])
 def test_export_refuses_a_shard_of_another_schema_whose_checksum_was_fixed(copy, capsys, fmt, which) -> None:  # noqa: F811
     """Regression: `export openeqa|jsonl` wrote a shard whose schema differs from the manifest's, once its
     checksum in the manifest was fixed to match. With every questions shard retyped alike, the shards agree
     with one another: only the schema the manifest records (`schema_sha256`) tells them from the dataset's."""
-    shards = sorted((copy / "questions").glob("*.parquet"))
-    tampered = shards[-1:] if which == "one shard" else shards
-    for shard in tampered:
-        retyped(shard)
-    fixed = {s.relative_to(copy).as_posix(): s for s in tampered}
-    edit_manifest(copy, lambda m: [s.update(sha256=sha256_of(fixed[s["path"]]), bytes=fixed[s["path"]].stat().st_size)
-                                   for s in m["shards"] if s["path"] in fixed])  # fmt: skip
+    fixed = retype_with_checksums(copy, which)
     dest = copy.parent / "x"
     dest.write_text("the user's own file\n")
     assert main(["export", str(copy), "--format", fmt, "--out", str(dest), "--overwrite"]) == 2
@@ -159,16 +166,11 @@ def test_audit_reports_a_shard_of_another_schema_and_reads_the_others(copy, caps
     """Regression: `audit` of a folder whose `answer` column was retyped in a shard (checksum fixed) was an
     internal error (its statistics read that column as text); now the check fails and the statistics are
     recomputed from the shards that can be trusted."""
-    shards = sorted((copy / "questions").glob("*.parquet"))
-    tampered = shards[-1:] if which == "one shard" else shards
-    for shard in tampered:
-        retyped(shard)
-    fixed = {s.relative_to(copy).as_posix(): s for s in tampered}
-    edit_manifest(copy, lambda m: [s.update(sha256=sha256_of(fixed[s["path"]]), bytes=fixed[s["path"]].stat().st_size)
-                                   for s in m["shards"] if s["path"] in fixed])  # fmt: skip
+    fixed = retype_with_checksums(copy, which)
     assert main(["audit", str(copy)]) == 1
     captured = capsys.readouterr()
     assert "internal error" not in captured.err, captured.err
     assert f"FAILED  shard schemas match the manifest: {sorted(fixed)[0]}: its schema" in captured.out
-    untouched = sum(pq.read_metadata(s).num_rows for s in shards if s not in tampered)
+    kept = [s for s in (copy / "questions").glob("*.parquet") if s not in fixed.values()]
+    untouched = sum(pq.read_metadata(s).num_rows for s in kept)
     assert f"\n{untouched} questions " in captured.out

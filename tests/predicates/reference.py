@@ -140,8 +140,8 @@ def box_of(object_type: str) -> tuple[float, float, float, str]:
     ext = catalog().extents.get(object_type)
     if ext is None:
         return (0.0, 0.0, 0.0, "loose")
-    below = {"bottom": 0.0, "centre": ext.height / 2, "top": ext.height}[ext.pivot]
-    return (ext.width / 2, -below, ext.height - below, ext.mount)
+    bottom, top = ext.vertical()
+    return (ext.width / 2, bottom, top, ext.mount)
 
 
 def position_holds(p: Plain, f, t: int, e: int, a: int) -> bool:
