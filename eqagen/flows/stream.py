@@ -475,12 +475,10 @@ def write_questions(
         paraphrase = ChunkedParaphrase(section, config.seed)
         shards = plan_question_shards(files, kept, writer.rows_per_shard)
         for info, partial, stats, failures in write_offline_questions(
-            shards, writer.staging, config_hash, section, config.seed, executor
+            shards, writer.staging, config_hash, section, config.seed, executor, on_rows
         ):
             writer.add_staged(info, partial)
             paraphrase.add_elsewhere(stats, failures)
-            if on_rows:
-                on_rows(info.rows)
         paraphrase.check()
     where = f"{ChunkedParaphrase.__module__}:{ChunkedParaphrase.__name__}"
     seconds = time.perf_counter() - start
@@ -494,12 +492,19 @@ def write_offline_questions(
     section: ParaphraseConfig,
     seed: int,
     executor: Executor | None,
+    on_rows: Callable[[int], None] | None = None,
 ) -> list[tuple[ShardInfo, QuestionPartial, dict[str, Any], FailureGuard]]:
     """The questions shards, each written by a unit once its pieces are paraphrased (on ``executor``; here,
     each shard paraphrased whole by its own unit); their results (entry, partial, paraphrase statistics) in
-    plan order, the pieces' statistics added to their shard's."""
+    plan order, the pieces' statistics added to their shard's. ``on_rows`` is told each piece's rows as it
+    is paraphrased (each shard's, here), so the run's progress moves while the units run."""
+    tell = on_rows or (lambda rows: None)
     if executor is None:
-        return [write_question_shard(shard, staging, config_hash, section, seed) for shard in shards]
+        results = []
+        for shard in shards:
+            results.append(write_question_shard(shard, staging, config_hash, section, seed))
+            tell(shard.rows.num_rows)
+        return results
     cut = [shard_pieces(shard, PARAPHRASE_CHUNK_ROWS) for shard in shards]
     pieces = [[piece_path(shard, k) for k in range(len(c))] for shard, c in zip(shards, cut)]
     # The pieces that read the most candidate files first (a piece of val or test reads from nearly every
@@ -513,7 +518,16 @@ def write_offline_questions(
     }
     paraphrased = [[submitted[i, k] for k in range(len(c))] for i, c in enumerate(cut)]
     writes: dict[int, Future] = {}
+    told: set[tuple[int, int]] = set()
+
+    def tell_pieces_done() -> None:
+        for i, k in order:
+            if (i, k) not in told and submitted[i, k].done():
+                told.add((i, k))
+                tell(cut[i][k].rows.num_rows)
+
     while len(writes) < len(shards):  # each shard's unit submitted as soon as its pieces are done
+        tell_pieces_done()
         ready = [i for i in range(len(shards)) if i not in writes and all(f.done() for f in paraphrased[i])]
         for i in ready:
             for f in paraphrased[i]:
@@ -521,6 +535,7 @@ def write_offline_questions(
             writes[i] = executor.submit(write_question_shard, shards[i], staging, config_hash, section, seed, pieces[i])
         if not ready:
             wait([f for units in paraphrased for f in units if not f.done()], return_when=FIRST_COMPLETED)
+    tell_pieces_done()
     results = []
     for i, units in enumerate(paraphrased):
         info, partial, _, failures = writes[i].result()

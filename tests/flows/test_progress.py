@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from eqagen.flows.pipeline import RunSummary, generate_inline
+from eqagen.core.stages import StageLog
+from eqagen.flows import ask, stages, stream
+from eqagen.flows.pipeline import RunSummary, generate_inline, make_context
 from eqagen.flows.progress import STAGE_ORDER, STEP_LABELS, BatchProgress, stage_table
 from eqagen.flows.timeline import Timeline
 from tests.outputs.builders import fixture_sampler
@@ -95,3 +98,29 @@ def test_a_step_told_only_when_done_gets_its_line_with_counts() -> None:
     assert tasks[STEP_LABELS["balance"]].fields["unit"] == "7,201 -> 2,100 rows, 0.5 s"
     assert not tasks[STEP_LABELS["select"]].finished
     assert tasks[STEP_LABELS["paraphrase"]].fields["unit"] == "4 of 10 rows" and len(tasks) == 4
+
+
+def test_paraphrase_rows_are_told_piece_by_piece_while_the_units_run(tmp_path, small_config) -> None:
+    """On an executor the paraphrase says its rows as each piece is done, before any shard is written (it
+    had said them all once every shard was written: a long silent stretch on a big run)."""
+    config = small_config()
+    generate_inline(config, tmp_path / "out", sampler=fixture_sampler)  # the checkpoints a finish reads
+    ctx = make_context(config, tmp_path / "out")
+    names = [b.name for b in stages.plan_batches(config.generation, config.seed)]
+    files = ask.candidate_files(ctx.store, names, [])
+    kept = stream.select(stream.CandidateKeys(stream.key_columns(config)).read(files), config, StageLog(), None)
+    shards = stream.plan_question_shards(files, kept, 40)
+    staging = tmp_path / "staging"
+    told: list[tuple[int, int]] = []  # (rows, question shards written by then)
+
+    def on_rows(rows: int) -> None:
+        told.append((rows, len(list((staging / "questions").glob("*.parquet")))))
+
+    with ThreadPoolExecutor(2) as executor:
+        results = stream.write_offline_questions(
+            shards, staging, ctx.config_hash, config.paraphrase, config.seed, executor, on_rows
+        )
+    pieces = [p.rows.num_rows for s in shards for p in stream.shard_pieces(s, stream.PARAPHRASE_CHUNK_ROWS)]
+    assert sorted(rows for rows, _ in told) == sorted(pieces) and sum(pieces) == kept.num_rows > 0
+    assert told[0][1] == 0  # the first rows are said before any shard is written
+    assert sum(info.rows for info, *_ in results) == kept.num_rows
