@@ -2,11 +2,13 @@
 
 from eqagen.core.episode import (
     FAMILIES,
+    LOOP_VISITS,
     Entities,
     Episode,
     Event,
     Region,
     Steps,
+    looped_poses,
     make_episode_id,
     number_events,
 )
@@ -31,6 +33,7 @@ from eqagen.core.timeline import FieldChanges, Timeline, TimelineRecorder
 __all__ = [
     "EXPRESS_CATEGORIES",
     "FAMILIES",
+    "LOOP_VISITS",
     "OPENEQA_CATEGORIES",
     "SPLITS",
     "AnswerGroup",
@@ -59,6 +62,7 @@ __all__ = [
     "derive_rng",
     "derive_seed",
     "heading_vector",
+    "looped_poses",
     "make_episode_id",
     "number_events",
     "split_name",

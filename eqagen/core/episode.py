@@ -25,6 +25,20 @@ from eqagen.core.timeline import FieldChanges, Timeline
 
 FAMILIES = ("household", "navigation", "blockworld")
 POSE_FIELDS = ("x", "y", "z", "yaw", "pitch")
+LOOP_VISITS = 5  # an agent loops when it arrives at one pose this many separate times
+
+
+def looped_poses(pose: np.ndarray, visits: int = LOOP_VISITS) -> int:
+    """How many poses (every field to 0.01) the agent arrived at ``visits`` or more separate times: FILM's
+    looping, where a search walks the same cells again. Standing still is one arrival, and turning away and
+    back once is not a loop (the audit had counted any return, so nearly every episode "looped")."""
+    keys = np.round(np.asarray(pose, dtype=np.float64), 2)
+    if not len(keys):
+        return 0
+    arrival = np.ones(len(keys), dtype=bool)
+    arrival[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+    _, counts = np.unique(keys[arrival], axis=0, return_counts=True)
+    return int((counts >= visits).sum())
 
 
 @dataclass

@@ -10,6 +10,7 @@ bulk).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eqagen.core import looped_poses
 from eqagen.curation.criteria import CRITERIA_COLUMNS, method_criteria
 
 QUESTION_COLUMNS = (
@@ -351,17 +353,9 @@ def _summary(x: np.ndarray) -> dict[str, float]:
 
 
 def _loops(pose: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per episode: does the agent come back to a pose (x, z to the cm, yaw to the degree) it had left?"""
-    key = np.round(pose[:, [0, 2, 3]] * [100, 100, 1]).astype(np.int64)
-    out = np.zeros(len(offsets) - 1, bool)
-    for i in range(len(offsets) - 1):
-        k = key[offsets[i] : offsets[i + 1]]
-        if len(k) < 3:
-            continue
-        moved = np.any(k[1:] != k[:-1], axis=1)
-        runs = np.concatenate([k[:1], k[1:][moved]])  # consecutive duplicates folded
-        out[i] = len(np.unique(runs, axis=0)) < len(runs)
-    return out
+    """Per episode: does the agent loop (:func:`eqagen.core.looped_poses`: one pose arrived at
+    ``LOOP_VISITS`` or more separate times)?"""
+    return np.array([looped_poses(pose[a:b]) > 0 for a, b in itertools.pairwise(offsets)], dtype=bool)
 
 
 @dataclass

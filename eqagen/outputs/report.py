@@ -245,7 +245,7 @@ def plot_specs(stats: Mapping[str, Any]) -> list[PlotSpec]:
         ("Query types", d["query_type"], goal.get("query_type"), "questions"),
         ("Filter families", d["filter_family"], goal.get("filter_family"), "filters"),
         ("Filter-family combinations", d["filter_family_combination"], None, "questions"),
-        ("Number of filters", d["n_filters"], None, "questions"),
+        ("Number of filters", d["n_filters"], goal.get("n_filters"), "questions"),
         ("Answer types", d["answer_type"], None, "questions"),
         ("OpenEQA categories", d["openeqa_category"], None, "questions"),
     ]

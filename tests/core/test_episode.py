@@ -5,7 +5,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqagen.core import Entities, Episode, Event, FrameTransform, Region, Steps, Timeline, number_events
+from eqagen.core import Entities, Episode, Event, FrameTransform, Region, Steps, Timeline, looped_poses, number_events
 
 
 def _episode(seed: int) -> Episode:
@@ -57,3 +57,12 @@ def test_event_ordinals_count_per_kind_and_entity_type():
     evs = number_events(raw, types)
     assert [(e.t, e.entity, e.ordinal) for e in evs if e.kind == "open"] == [(2, 1, 1), (3, 2, 2), (5, 1, 3), (6, 0, 1)]
     assert Event(4, "close", 1, -1, 1) in evs
+
+
+def test_a_loop_is_one_pose_arrived_at_five_separate_times():
+    a, b, c = [0, 0.9, 0, 0, 0], [0.25, 0.9, 0, 0, 0], [0.25, 0.9, 0, 90, 0]
+    assert looped_poses(np.array([a, b] * 5)) == 2  # both poses arrived at five times
+    assert looped_poses(np.array([a] * 20)) == 0  # standing still is one arrival
+    assert looped_poses(np.array([a, b, a, b])) == 0  # turning away and back is no loop
+    assert looped_poses(np.array([a, b, c, b] * 4)) == 1  # b eight times, a and c four
+    assert looped_poses(np.zeros((0, 5))) == 0

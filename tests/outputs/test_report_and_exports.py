@@ -172,6 +172,20 @@ def test_plot_targets_are_marked_met_or_missed_by_the_audits_bounds():
     assert [met for *_, met in target_marks(["a", "b"], [70.0, 30.0], {"a": 0.8, "b": 0.2})] == [True, True]
 
 
+def test_every_mix_plot_carries_the_compositions_targets():
+    """Query types, filter families and the number of filters are composed to targets: each plot marks them
+    (the number of filters had none)."""
+    from eqagen.outputs.report import plot_specs
+
+    d = {"query_type": {"count": 5}, "filter_family": {"state": 5}, "filter_family_combination": {},
+         "n_filters": {"1": 3, "2": 2}, "answer_type": {}, "openeqa_category": {}}  # fmt: skip
+    goal = {"query_type": {"count": 1.0}, "filter_family": {"state": 1.0}, "n_filters": {"1": 0.6, "2": 0.4}}
+    stats = {"dataset": {"questions": {"distributions": d, "balance": {}}}, "stages": {"compose": {"targets": goal}}}
+    targets = {title: args[3] for title, _, args in plot_specs(stats) if len(args) > 3}
+    assert targets["Query types"] == goal["query_type"] and targets["Filter families"] == goal["filter_family"]
+    assert targets["Number of filters"] == goal["n_filters"]
+
+
 def test_the_report_renders_episodes_without_tasks_or_actions(dataset):
     # a blockworld run has no tasks: its success rate is null (pqb-minecraft's report failed on it)
     from eqagen.outputs.report import render_report
@@ -180,7 +194,8 @@ def test_the_report_renders_episodes_without_tasks_or_actions(dataset):
     episodes = stats["dataset"]["episodes"]
     episodes.update(task_success_rate=None, loop_share=None, action_failure_rate=None)
     page = render_report(stats, plots=[])
-    assert "ended with their task done" not in page and "a loop" not in page
+    assert "ended with their task done" not in page and "looped" not in page
     episodes.update(task_success_rate=0.5, loop_share=0.25, action_failure_rate=0.031)
     page = render_report(stats, plots=[])
     assert "50% of the episodes ended with their task done" in page and "3.1% failed" in page
+    assert "In 25% of the episodes the agent looped: it arrived at one pose five or more separate times" in page

@@ -19,13 +19,12 @@ parsed goal reached with a parse the majority of the trajectory's annotations sh
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 
-from eqagen.core import Episode, derive_rng, make_episode_id
+from eqagen.core import Episode, derive_rng, looped_poses, make_episode_id
 from eqagen.generators.household.agent import AgentConfig, FilmAgent, openable_types, plan_subgoals
 from eqagen.generators.household.alfred.catalog import SceneCatalog
 from eqagen.generators.household.alfred.failures import FailureTrace, failure_mode
@@ -37,7 +36,6 @@ from eqagen.generators.household.alfred.state import world_metadata
 from eqagen.generators.household.tasks import AlfredTask
 from eqagen.generators.household.world import HouseholdWorld
 
-LOOP_VISITS = 5  # an episode loops when the agent comes back to one pose this many separate times
 # FILM's perception, search and collisions, calibrated on tests_seen (all 1,533 annotations, the mean of
 # eight draws: one draw's success rate moves by about 1.2 points) against FILM's published success and
 # error table (docs/alfred.md): segmentation never picks out 12% of small instances and sees an object
@@ -130,13 +128,6 @@ def _unplaced_static(world: HouseholdWorld, layout: Layout, object_type: str) ->
     return object_type in layout.object_types and not (known and world.cat.get(object_type).can("pickupable"))
 
 
-def count_loops(pose: np.ndarray) -> int:
-    """Poses the agent returned to at least :data:`LOOP_VISITS` separate times (FILM's looping failure)."""
-    keys = [tuple(np.round(p, 2)) for p in pose]
-    arrivals = Counter(k for i, k in enumerate(keys) if i == 0 or keys[i - 1] != k)
-    return sum(1 for n in arrivals.values() if n >= LOOP_VISITS)
-
-
 def run_film_episode(
     traj: AlfredTrajectory,
     layout: Layout,
@@ -176,7 +167,7 @@ def run_film_episode(
         "collisions": agent.collisions,
         "interaction_failures": agent.interaction_failures,
         "search_revisits": agent.search_revisits,
-        "loops": count_loops(world.s_pose[: world.n_steps]),
+        "loops": looped_poses(world.s_pose[: world.n_steps]),
         "alfred_scene": scene_record(traj),  # what a replay in AI2-THOR restores (eqagen export --format replay)
         "alfred_task": task_record(traj),
     }

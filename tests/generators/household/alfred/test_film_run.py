@@ -9,17 +9,7 @@ import pytest
 from eqagen.generators.household.alfred.catalog import SceneCatalog, build_catalog
 from eqagen.generators.household.alfred.failures import FAILURE_MODES
 from eqagen.generators.household.alfred.film import FILM_FILES, read_film_parses
-from eqagen.generators.household.alfred.film_run import count_loops
 from eqagen.generators.household.alfred.runs import film_root, film_stats
-
-
-def test_count_loops_counts_returns_to_a_pose():
-    import numpy as np
-
-    a, b = [0, 0, 0, 0, 0], [0.25, 0, 0, 0, 0]
-    assert count_loops(np.array([a, b] * 5)) == 2  # both poses re-entered five times
-    assert count_loops(np.array([a] * 20)) == 0  # standing still is not a loop
-    assert count_loops(np.array([a, b, a, b])) == 0
 
 
 @pytest.fixture(scope="module")
