@@ -152,16 +152,36 @@ def export_vlmevalkit(out_dir: Path, dest: Path, split: str | None = None, max_o
 
 
 # -- lmms-eval -------------------------------------------------------------------------------------------
+WORD_LETTERS = frozenset("AI")  # option letters that are also English words ("A drawer", "I think")
+
+
 def parse_choice(response: str, n_options: int) -> str | None:
-    """The option letter a response gives: the response itself ("B", "B.", "(B)") or the first standalone
-    letter among the options ("The answer is B"); None when there is none."""
+    """The option letter a response gives, or None when it gives none or several.
+
+    - the response is the letter: "B", "B.", "(B)";
+    - it starts with the letter as a label: "B. The drawer", "(B) the drawer", "B: open";
+    - it names the option: "The answer is B", "option (C)", "answer: C";
+    - else the one letter among the options that stands alone in it, not counting the words "A" and "I"
+      (:data:`WORD_LETTERS`: read as options unless a lower-case word follows): "I think C" is C, "A
+      drawer" is no answer, "B or C" is none (it names two).
+    """
     letters = LETTERS[:n_options]
     text = response.strip()
     bare = text.strip("().: ").upper()
     if len(bare) == 1 and bare in letters:
         return bare
-    found = re.search(rf"\b([{letters}])\b", text)
-    return found.group(1) if found else None
+    labelled = re.match(rf"\(?([{letters}])(?:[.):]|\s*$)", text)
+    if labelled:
+        return labelled.group(1)
+    named = re.search(rf"\b(?:answer(?: is)?|option|choice)\s*:?\s*\(?([{letters}])\b", text, re.IGNORECASE)
+    if named and named.group(1).upper() in letters:
+        return named.group(1).upper()
+    standalone = {
+        m.group(1)
+        for m in re.finditer(rf"\b([{letters}])\b", text)
+        if not (m.group(1) in WORD_LETTERS and re.match(r"\s+[a-z]", text[m.end() :]))
+    }
+    return standalone.pop() if len(standalone) == 1 else None
 
 
 def reply_choice(response: str, choices: Sequence[str]) -> str | None:

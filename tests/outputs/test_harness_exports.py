@@ -131,7 +131,21 @@ def test_lmms_eval_task_loads_and_scores_through_its_own_functions(dataset, tmp_
 
 @pytest.mark.parametrize(
     ("response", "letter"),
-    [("B", "B"), ("(B)", "B"), ("B. The drawer was open.", "B"), ("The answer is C", "C"), ("no idea", None)],
+    [
+        ("B", "B"),
+        ("(B)", "B"),
+        ("B. The drawer was open.", "B"),
+        ("(C) a mug", "C"),
+        ("The answer is C", "C"),
+        ("Answer: a", "A"),
+        ("no idea", None),
+        ("A drawer.", None),  # the article, not option A
+        ("A drawer, so C.", "C"),
+        ("A", "A"),
+        ("A.", "A"),
+        ("I would say B", "B"),
+        ("B or C", None),  # two letters: no single answer
+    ],
 )
 def test_parse_choice(response, letter):
     assert parse_choice(response, 3) == letter
@@ -199,3 +213,8 @@ def test_more_choices_than_letters_keep_the_answer_and_draw_the_rest():
         and options == [f"It was {c}." for c in choices]
     )
     assert (options, choices, letter) == options_of(record, sentences, seed=0) != options_of(record, sentences, seed=1)
+
+
+def test_parse_choice_reads_the_pronoun_i_as_a_word_where_i_is_an_option():
+    assert parse_choice("I think it is D", 10) == "D"
+    assert parse_choice("I", 10) == "I" and parse_choice("The answer is I.", 10) == "I"
