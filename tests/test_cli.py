@@ -228,6 +228,7 @@ def _assert_no_server_left(out: Path) -> None:
     assert server_pids(out) == [], "the Prefect server outlived its run"
 
 
+@pytest.mark.slow  # kills and resumes whole Prefect runs: about 17 s (test_crash_safety covers SIGKILL and rerun)
 def test_killed_runs_resume_to_the_same_shards_and_leave_no_server(demo_run, tmp_path) -> None:
     out = tmp_path / "killed"
     code, done = _start_and_interrupt(out, signal.SIGTERM, after_batches=1)

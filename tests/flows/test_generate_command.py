@@ -73,6 +73,7 @@ def test_files_eqagen_did_not_write_stop_the_run_even_with_overwrite(tmp_path, c
     assert sorted(p.name for p in out.iterdir()) == ["questions", "report.html"], "nothing written, not even a lock"
 
 
+@pytest.mark.slow  # two whole runs racing for one folder: about 18 s
 def test_two_runs_on_the_same_folder_cannot_interleave(tmp_path, capsys) -> None:
     out = tmp_path / "out"
     more = ["--set", "generation.n_episodes=40"]  # long enough to be caught running

@@ -103,6 +103,7 @@ def assign_scripts(rows) -> dict[tuple[str, str], str]:
     return assigned
 
 
+@pytest.mark.slow  # every fault against a live endpoint, then a rerun: about 16 s
 def test_endpoint_faults_lose_no_row_validate_nothing_false_and_a_rerun_resends_nothing(dataset, tmp_path):
     rows = {r.question_id: r for r in read_questions(dataset)}
     assigned = assign_scripts(rows.values())
