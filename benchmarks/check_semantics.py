@@ -38,13 +38,13 @@ from scipy.stats import binomtest
 
 from eqagen.core import FilterSpec, QARecord
 from eqagen.curation.criteria import answer_contents, blind_setup, coordinate_memory_answers
-from eqagen.generators.household.objects import catalog
 from eqagen.outputs.dataset import read_shards
 from eqagen.outputs.readers import as_dataset, read_episodes, read_questions
 from eqagen.outputs.schemas import QUESTIONS_SCHEMA
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import evaluate_raw
 from eqagen.predicates.filters import param
+from eqagen.predicates.household import object_extent
 from eqagen.predicates.registry import Anchored, selection
 
 NEARER = re.compile(r"(nearer to you than|farther from you than)")
@@ -196,12 +196,9 @@ FURNITURE_WITH_DRAWERS = {"Desk", "SideTable", "Dresser", "CounterTop"}
 
 
 def box(type_name: str) -> tuple[float, float, float, str]:
-    """(half footprint, bottom, top relative to the position, mount) from the extent table's row."""
-    ext = catalog().extents.get(type_name)
-    if ext is None:
-        return (0.0, 0.0, 0.0, "loose")
-    bottom, top = ext.vertical()
-    return (ext.width / 2, bottom, top, ext.mount)
+    """(half footprint, bottom, top relative to the position, mount): the world family's ``object_extent``."""
+    width, bottom, top, mount = object_extent(type_name) or (0.0, 0.0, 0.0, "loose")
+    return width / 2, bottom, top, mount
 
 
 def unit_of(ctx: EpisodeContext, t: int, e: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from eqagen.core import Episode, Program
-from eqagen.generators.household.objects import catalog
+from eqagen.predicates.household import object_extent
 
 ABOVE_MARGIN, ABOVE_MAX_GAP, HOST_REACH, HOST_SLACK = 0.05, 1.0, 0.25, 0.5
 SIDE_MARGIN, NEAR_RADIUS, AGENT_SIDE = 0.15, 2.0, 0.3
@@ -136,12 +136,9 @@ def location_holds(p: Plain, f, t: int, e: int, a: int) -> bool:
 
 
 def box_of(object_type: str) -> tuple[float, float, float, str]:
-    """(half footprint, bottom, top relative to the position, mount) from the catalogue's extent table."""
-    ext = catalog().extents.get(object_type)
-    if ext is None:
-        return (0.0, 0.0, 0.0, "loose")
-    bottom, top = ext.vertical()
-    return (ext.width / 2, bottom, top, ext.mount)
+    """(half footprint, bottom, top relative to the position, mount): the world family's ``object_extent``."""
+    width, bottom, top, mount = object_extent(object_type) or (0.0, 0.0, 0.0, "loose")
+    return width / 2, bottom, top, mount
 
 
 def position_holds(p: Plain, f, t: int, e: int, a: int) -> bool:
