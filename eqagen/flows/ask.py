@@ -280,7 +280,7 @@ def ask_batch(
     store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask], questions: QuestionConfig, seed: int
 ) -> dict:
     """Ask one batch's share of the plan on its episodes and checkpoint the records; returns the counts."""
-    from eqagen.predicates.asking import accept, ask
+    from eqagen.predicates.asking import EpisodeSelections, accept, ask
     from eqagen.predicates.context import context_for
     from eqagen.templates.records import make_records
 
@@ -288,14 +288,15 @@ def ask_batch(
     table = pq.read_table(Path(store_root) / batch_name / "episodes.parquet", schema=EPISODES_SCHEMA)
     wanted = {a.episode_id for a in asks}
     episodes = {r["episode_id"]: r for r in table.to_pylist() if r["episode_id"] in wanted}
-    contexts = {}
+    contexts = {}  # per episode: its context and the selections its asks have needed so far
     records, rejected = [], Counter()
     for a in asks:
         if a.episode_id not in contexts:
-            contexts[a.episode_id] = context_for(episode_from_row(episodes[a.episode_id]))
-        ctx = contexts[a.episode_id]
+            ctx = context_for(episode_from_row(episodes[a.episode_id]))
+            contexts[a.episode_id] = (ctx, EpisodeSelections(ctx))
+        ctx, select = contexts[a.episode_id]
         program = Program.from_dict(a.spec)
-        verdict = ask(ctx, program, questions)
+        verdict = ask(ctx, program, questions, select)
         if isinstance(verdict, str):
             rejected[verdict] += 1
             continue
@@ -304,7 +305,7 @@ def ask_batch(
         def make_rng(a: Ask = a, program: Program = program) -> np.random.Generator:
             return derive_rng(seed, "ask", a.episode_id, program.signature())
 
-        records.extend(make_records(ctx, accept(ctx, here, answered, make_rng)))
+        records.extend(make_records(ctx, accept(ctx, here, answered, make_rng, select)))
     summary = {
         "batch": batch_name,
         "asks": len(asks),

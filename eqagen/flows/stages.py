@@ -113,16 +113,23 @@ def sample_programs(
     and the vocabulary share one context per episode; a caller's own sampler takes the episode."""
     from eqagen.predicates.asking import episode_names
     from eqagen.predicates.context import context_for
+    from eqagen.predicates.index import build_index
     from eqagen.templates.records import questions_in_context
 
     out = QuestionBatch([])
     for ep in episodes:
         ctx, rng = context_for(ep), derive_rng(seed, "questions", ep.episode_id)
-        records, rejected = sampler(ep, qconfig, rng) if sampler else questions_in_context(ctx, qconfig, rng)
+        if sampler:
+            records, rejected = sampler(ep, qconfig, rng)
+            names = episode_names(ctx)
+        else:
+            index = build_index(ctx)
+            records, rejected = questions_in_context(ctx, qconfig, rng, index)
+            names = episode_names(ctx, index.specs)  # the specs that keep a cell: every one ``values`` lists
         out.records.extend(records)
         out.rejections.update(rejected)
         out.candidates += len(records) + sum(rejected.values())
-        out.names.append(episode_names(ctx))
+        out.names.append(names)
     return out
 
 

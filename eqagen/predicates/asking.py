@@ -21,9 +21,10 @@ import numpy as np
 
 from eqagen.core import Draws, FilterSpec, Program
 from eqagen.predicates.config import QuestionConfig
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.evaluator import Select
 from eqagen.predicates.filters import event_names, moment_spec_in
-from eqagen.predicates.registry import REGISTRY, selection
+from eqagen.predicates.registry import REGISTRY, Anchored, selection
 from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
@@ -38,18 +39,20 @@ def spec_name(spec: FilterSpec) -> str:
     )
 
 
-def episode_names(ctx: EpisodeContext) -> set[str]:
+def episode_names(ctx: EpisodeContext, specs: list[FilterSpec] | None = None) -> set[str]:
     """The names a question can use of this episode: the types of the objects the agent saw, the canonical
     names of its events, and every filter spec that can hold here (the registered ``values`` of each filter
-    key its world family supports: what the sampler's index starts from)."""
-    specs = {
-        spec_name(spec)
-        for family in ctx.support.filters
-        for key in REGISTRY.filter_keys(ctx.support, family)
-        if family != "moment"
-        for spec in REGISTRY.filter(family, key).values(ctx, key)
-    }
-    return set(ctx.observed_types()) | {ev.name for ev in ctx.events} | specs | several_names(ctx)
+    key its world family supports: what the sampler's index starts from; ``specs``: the index's, where the
+    caller has it)."""
+    if specs is None:
+        specs = [
+            spec
+            for family in ctx.support.filters
+            for key in REGISTRY.filter_keys(ctx.support, family)
+            for spec in REGISTRY.filter(family, key).values(ctx, key)
+        ]
+    names = {spec_name(spec) for spec in specs if spec.family != "moment"}
+    return set(ctx.observed_types()) | {ev.name for ev in ctx.events} | names | several_names(ctx)
 
 
 def several_name(type_name: str) -> str:
@@ -103,24 +106,49 @@ def program_in(ctx: EpisodeContext, program: Program) -> Program | None:
     return Program(tuple(filters), program.query)
 
 
-def ask(ctx: EpisodeContext, program: Program, config: QuestionConfig) -> tuple[Program, Answered] | str:
+class EpisodeSelections:
+    """The selections of the filter specs asked of one episode, each computed by its definition the first time
+    a program needs it and looked up by the spec's content after that: a unit of the ask stage asks hundreds of
+    programs of one episode, and they share their filters (about half of the evaluations of a round). Made per
+    episode by the unit that asks, and dropped with it; a ``Select`` (``evaluator``), like the sampler's
+    index, which holds the same selections for the episode where a program is proposed."""
+
+    def __init__(self, ctx: EpisodeContext):
+        self.ctx = ctx
+        self.by_spec: dict[tuple, np.ndarray | Anchored] = {}
+
+    def __call__(self, spec: FilterSpec) -> np.ndarray | Anchored:
+        key = spec_key(spec)
+        found = self.by_spec.get(key)
+        if found is None:
+            found = self.by_spec[key] = selection(self.ctx, spec)
+        return found
+
+
+def ask(
+    ctx: EpisodeContext, program: Program, config: QuestionConfig, select: Select | None = None
+) -> tuple[Program, Answered] | str:
     """The program asked on this episode (its moments pointing at this episode's events) and its answers, or
     the rejection reason (``event_missing`` where an event it names did not happen here; else the exact
-    check's reason)."""
+    check's reason). ``select``: the episode's selections (``EpisodeSelections``); by default the
+    definitions, called."""
     here = program_in(ctx, program)
     if here is None:
         return "event_missing"
-    verdict = judge(ctx, here, config, partial(selection, ctx))
+    verdict = judge(ctx, here, config, select or partial(selection, ctx))
     return verdict if isinstance(verdict, str) else (here, verdict)
 
 
 def accept(
-    ctx: EpisodeContext, program: Program, answered: Answered, make_rng: Callable[[], np.random.Generator]
+    ctx: EpisodeContext,
+    program: Program,
+    answered: Answered,
+    make_rng: Callable[[], np.random.Generator],
+    select: Select | None = None,
 ) -> Accepted:
     """An asked program accepted, with the group its grounded twin names drawn among the valid anchors as the
     sampler draws it; the generator is made only for a program with anchors (most have none)."""
     if not any(g.anchor >= 0 for g in answered.groups):
         return Accepted(program, answered.groups, None)
-    return Accepted(
-        program, answered.groups, grounded_choice(ctx, partial(selection, ctx), program, answered, Draws(make_rng()))
-    )
+    select = select or partial(selection, ctx)
+    return Accepted(program, answered.groups, grounded_choice(ctx, select, program, answered, Draws(make_rng())))

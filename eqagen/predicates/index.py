@@ -17,7 +17,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
 from eqagen.predicates.context import EpisodeContext, spec_key
-from eqagen.predicates.registry import REGISTRY, Anchored, selection
+from eqagen.predicates.registry import REGISTRY, Anchored, selection, selections
 from eqagen.predicates.validity import single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
@@ -129,25 +129,31 @@ def row_at_cells(ctx: EpisodeContext, sel: Selection) -> np.ndarray:
     """Bool ``[K]``: the cells a selection keeps (for an anchored one: under any of its anchors)."""
     if isinstance(sel, Anchored):
         return sel.rows_at(ctx.flat_cells).any(axis=0)
-    return ctx.at_cells(np.broadcast_to(sel, (ctx.T, ctx.N)))
+    return ctx.at_cells(sel if sel.shape == (ctx.T, ctx.N) else np.broadcast_to(sel, (ctx.T, ctx.N)))
 
 
 def satisfiable_specs(ctx: EpisodeContext) -> list[tuple[FilterSpec, Selection, np.ndarray]]:
     """Every spec the world family's ``values`` lists that keeps some cell, with its selection and row."""
     out = []
     for family, key in filter_keys(ctx):
-        for spec in REGISTRY.filter(family, key).values(ctx, key):
-            sel = selection(ctx, spec)
+        specs = list(REGISTRY.filter(family, key).values(ctx, key))
+        for spec, sel in zip(specs, selections(ctx, family, key, specs)):
             row = row_at_cells(ctx, sel)
             if row.any():
                 out.append((spec, sel, row))
     return out
 
 
-def allowed_specs(keys: list[tuple[str, str]], key_of: list[int], q: QuerySpec) -> list[bool]:
-    """Per spec: whether it may go with the query (no forbidden pair; the rules read family and key)."""
+def allowed_keys(keys: list[tuple[str, str]], q: QuerySpec) -> tuple[bool, ...]:
+    """Per (family, key): whether its specs may go with the query (no forbidden pair; the rules read family
+    and key)."""
     query = QuerySpec(q.name, q.arg)
-    by_key = [not REGISTRY.is_forbidden(FilterSpec(f, k, ""), query) for f, k in keys]
+    rules = [rule for rule in REGISTRY.forbidden if rule.query == q.name]  # the others match no key here
+    return tuple(not any(rule.matches(FilterSpec(f, k, ""), query) for rule in rules) for f, k in keys)
+
+
+def allowed_specs(by_key: tuple[bool, ...], key_of: list[int]) -> list[bool]:
+    """Per spec: whether its key is allowed (``allowed_keys``)."""
     return [by_key[k] for k in key_of]
 
 
@@ -239,6 +245,15 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return starts.nonzero()[0]
 
 
+def allowed_by_query(
+    keys: list[tuple[str, str]], key_of: list[int], query_args: list[tuple[str, str]]
+) -> dict[tuple[str, str], list[bool]]:
+    """``allowed_specs`` per (query name, arg); queries that allow the same keys share one list."""
+    by_keys = {qa: allowed_keys(keys, QuerySpec(*qa)) for qa in query_args}
+    lists = {k: allowed_specs(k, key_of) for k in set(by_keys.values())}
+    return {qa: lists[k] for qa, k in by_keys.items()}
+
+
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     found = satisfiable_specs(ctx)
     specs = [s for s, _, _ in found]
@@ -273,5 +288,5 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         type_cells=dict(zip(ctx.type_names.tolist(), rows_to_ints(type_rows, layout))),
         views=build_views(ctx, all_queries, layout),
         seeds={view_key(q): seed_cells(ctx, q, shares) for q in all_queries},
-        allowed={(name, arg): allowed_specs(keys, key_of, QuerySpec(name, arg)) for name, arg in query_args},
+        allowed=allowed_by_query(keys, key_of, query_args),
     )

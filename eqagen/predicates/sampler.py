@@ -225,18 +225,32 @@ def effective_candidates(
     current = selection_bits(index, view, used)
     others = [selection_bits(index, view, used[:k] + used[k + 1 :]) for k in range(len(used))]
     before = pv.preview(current).content
+    # Every selection here lies within the view's cells, so specs whose rows agree there get one verdict:
+    # situational and moment specs often do (they keep whole steps), so each distinct row is previewed once.
+    verdicts: dict[int, tuple[int, int] | None] = {}
     out = []
     for j in idx:
-        kept = current & index.rows[j]
-        if kept == current:
-            continue
-        after = pv.preview(kept)
-        if after.size == 0 or after.content == before:
-            continue
-        if any(pv.preview(wide & index.rows[j]).content == after.content for wide in others):
-            continue
-        out.append(Candidate(j, kept.bit_count(), after.size))
+        row = index.rows[j] & view.cells
+        if row not in verdicts:
+            verdicts[row] = effective_preview(pv, current, before, others, row)
+        found = verdicts[row]
+        if found is not None:
+            out.append(Candidate(j, *found))
     return out
+
+
+def effective_preview(pv: Previewer, current: int, before: int, others: list[int], row: int) -> tuple[int, int] | None:
+    """The cells kept and the preview's size where the spec of ``row`` changes the answer's preview without
+    emptying it and keeps each earlier filter effective (``effective_candidates``), else None."""
+    kept = current & row
+    if kept == current:
+        return None
+    after = pv.preview(kept)
+    if after.size == 0 or after.content == before:
+        return None
+    if any(pv.preview(wide & row).content == after.content for wide in others):
+        return None
+    return kept.bit_count(), after.size
 
 
 def answer_limit(q: QuerySpec, config: QuestionConfig) -> int | None:
@@ -469,11 +483,11 @@ def record_accepted(mix: MixState, acc: Accepted) -> None:
 
 
 def sample_programs(
-    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator
+    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator, index: EpisodeIndex | None = None
 ) -> tuple[list[Accepted], Counter[str]]:
     """Accepted programs for one episode (enough for ``questions_per_episode`` records) and the count of
-    every rejection by reason."""
-    index = build_index(ctx)
+    every rejection by reason; ``index``: the episode's index, where the caller has built it already."""
+    index = index or build_index(ctx)
     rejections: Counter[str] = Counter()
     if not index.queries or not index.specs or index.n_cells == 0:
         rejections["nothing_to_ask"] += 1

@@ -20,7 +20,17 @@ import numpy as np
 
 from eqagen.core import FilterSpec
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.filters import AGENT, POSITION_KEYS, agent_relation, relative_holds
+from eqagen.predicates.filters import (
+    AGENT,
+    NO_PAIRS,
+    POSITION_KEYS,
+    agent_relation,
+    entity_mask,
+    grouped,
+    holding_pairs,
+    relative_holds,
+    type_code_of,
+)
 from eqagen.predicates.registry import Anchored, register_filter
 from eqagen.predicates.worlds import extend_world_family
 
@@ -44,10 +54,41 @@ def situation_steps(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     ground = ctx.of_type(spec.value) & ctx.observed
     anchors = np.flatnonzero(ground)  # ctx.instances(spec.value)
     pairs = np.flatnonzero(figure[ctx.pair_e] & ground[ctx.pair_a])
-    pairs = pairs[relative_holds(ctx, spec.key, pairs)]
+    return Anchored(anchors, step_stack(ctx, anchors, pairs[relative_holds(ctx, spec.key, pairs)]))
+
+
+def step_stack(ctx: EpisodeContext, anchors: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """``[G, T, N]``: the whole step of each of ``pairs`` (whose ground is among ``anchors``), at its ground's
+    group."""
     masks = np.zeros((anchors.size, ctx.T, ctx.N), dtype=bool)
     masks[np.searchsorted(anchors, ctx.pair_a[pairs]), ctx.pair_t[pairs], :] = True
-    return Anchored(anchors, masks)
+    return masks
+
+
+def situation_batch(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[np.ndarray | Anchored]:
+    """``situation_steps`` of many specs of one key (the index's accelerator): the relation is read once, against
+    you for every observation and between objects for every co-visible pair, then grouped by the types."""
+    n_types = ctx.type_names.size
+    by_type = None  # [T, types]: whether an object of the type stood ``key`` of you at the step
+    by_pair_types = None  # (figure type, ground type) code -> the pairs in the relation
+    out: list[np.ndarray | Anchored] = []
+    for spec in specs:
+        figure = type_code_of(ctx, figure_of(spec))
+        if spec.value == AGENT:
+            if by_type is None:
+                one_hot = (ctx.type_code[:, None] == np.arange(n_types)[None, :]).astype(np.int32)
+                by_type = (agent_relation(ctx, key).astype(np.int32) @ one_hot) > 0
+            steps = by_type[:, figure] if figure >= 0 else np.zeros(ctx.T, dtype=bool)
+            out.append(np.repeat(steps[:, None], ctx.N, axis=1))
+            continue
+        if by_pair_types is None:
+            held = holding_pairs(ctx, key)
+            by_pair_types = grouped(ctx.type_code[ctx.pair_e[held]] * n_types + ctx.type_code[ctx.pair_a[held]], held)
+        anchors = ctx.instances(spec.value)
+        ground = type_code_of(ctx, spec.value)
+        pairs = by_pair_types.get(figure * n_types + ground, NO_PAIRS) if figure >= 0 and ground >= 0 else NO_PAIRS
+        out.append(Anchored(anchors, step_stack(ctx, anchors, pairs[entity_mask(ctx, anchors)[ctx.pair_a[pairs]]])))
+    return out
 
 
 # Parts of a larger piece of furniture: "a desk in front of the drawer" is read of the desk's own drawer, "a
@@ -85,6 +126,7 @@ register_filter(
     situation_values,
     slot="when",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
+    batch=situation_batch,
 )(situation_steps)
 
 extend_world_family("household", filters={FAMILY: None})

@@ -15,6 +15,7 @@ from eqagen import GENERATOR_VERSION
 from eqagen.core import AnswerGroup, Episode, Program, QARecord
 from eqagen.predicates.config import QuestionConfig
 from eqagen.predicates.context import EpisodeContext, context_for
+from eqagen.predicates.index import EpisodeIndex
 from eqagen.predicates.registry import REGISTRY
 from eqagen.predicates.sampler import Accepted, sample_programs
 from eqagen.templates.answers import answer_groups, answer_text, readable_value
@@ -111,10 +112,10 @@ def sample_questions(
 
 
 def questions_in_context(
-    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator
+    ctx: EpisodeContext, config: QuestionConfig, rng: np.random.Generator, index: EpisodeIndex | None = None
 ) -> tuple[list[QARecord], Counter[str]]:
-    """:func:`sample_questions` on an episode's context already built (the pipeline builds one per episode
-    for the questions and the ask stage's vocabulary)."""
-    accepted, rejections = sample_programs(ctx, config, rng)
+    """:func:`sample_questions` on an episode's context (and index) already built (the pipeline builds them
+    once per episode for the questions and the ask stage's vocabulary)."""
+    accepted, rejections = sample_programs(ctx, config, rng, index)
     records = [r for acc in accepted for r in make_records(ctx, acc)]
     return records, rejections
