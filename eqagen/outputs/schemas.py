@@ -21,6 +21,7 @@ reads as an absent key).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -329,22 +330,42 @@ def to_column(value: Any, t: pa.DataType, where: str) -> Any:
 def from_column(value: Any, t: pa.DataType) -> Any:
     """Inverse of :func:`to_column` on a value read back (``to_pylist``): entries as a dict again, a
     struct's null fields left out."""
-    if value is None:
-        return None
-    if _is_entries(t):
-        inner = t.value_type.field("value").type
-        return {e["key"]: from_column(e["value"], inner) for e in value}
-    if pa.types.is_struct(t):
-        fields = ((f.name, from_column(value.get(f.name), f.type)) for f in t)
-        return {name: v for name, v in fields if v is not None}
-    if pa.types.is_list(t):
-        return [from_column(v, t.value_type) for v in value]
+    return column_reader(t)(value)
+
+
+def _same(value: Any) -> Any:
     return value
+
+
+def column_reader(t: pa.DataType) -> Callable[[Any], Any]:
+    """:func:`from_column` for values of type ``t``, as a function that walks the type once, when it is made
+    (the ask stage reads every episode of a batch back in each round: deciding the type's shape at every
+    nested value took most of the time)."""
+    if _is_entries(t):
+        inner = column_reader(t.value_type.field("value").type)
+        return lambda v: None if v is None else {e["key"]: inner(e["value"]) for e in v}
+    if pa.types.is_struct(t):
+        fields = [(f.name, column_reader(f.type)) for f in t]
+
+        def read_struct(v: Any) -> Any:
+            if v is None:
+                return None
+            read = ((name, reader(v.get(name))) for name, reader in fields)
+            return {name: x for name, x in read if x is not None}
+
+        return read_struct
+    if pa.types.is_list(t):
+        item = column_reader(t.value_type)
+        if item is _same:
+            return lambda v: None if v is None else list(v)
+        return lambda v: None if v is None else [item(x) for x in v]
+    return _same
 
 
 # The episode columns :func:`to_column` lays out: (column, field inside it or None, type).
 _NESTED_EPISODE_COLUMNS = (("task", None, TASK_TYPE), ("meta", None, META_TYPE),
                            ("entities", "attributes", _list(ATTRIBUTES_TYPE)))  # fmt: skip
+_EPISODE_READERS = tuple((column, name, column_reader(t)) for column, name, t in _NESTED_EPISODE_COLUMNS)
 
 
 def episode_row(ep: Episode) -> dict[str, Any]:
@@ -361,9 +382,9 @@ def episode_row(ep: Episode) -> dict[str, Any]:
 def episode_dict(row: dict[str, Any]) -> dict[str, Any]:
     """Inverse of :func:`episode_row` on a row read back: :meth:`Episode.from_dict`'s input."""
     row = {**row, "entities": dict(row["entities"])}
-    for column, name, t in _NESTED_EPISODE_COLUMNS:
+    for column, name, read in _EPISODE_READERS:
         holder, key = (row, column) if name is None else (row[column], name)
-        holder[key] = from_column(holder[key], t)
+        holder[key] = read(holder[key])
     return row
 
 
