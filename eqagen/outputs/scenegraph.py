@@ -12,8 +12,11 @@ that step; ``id`` is the object's index in the list, as ConceptGraphs numbers it
 contents, a fridge or a drawer); ``[i, j, "above" | "under"]`` is the predicates' own vertical rule
 (:func:`eqagen.predicates.filters.vertical_relation`), between objects of different units.
 
-``bbox_extent`` is nominal: the episodes hold positions, not shapes, so an extent comes from the object's
-size class (household), its region's footprint (a room, a Minecraft structure) or one block (Minecraft).
+``bbox_center`` and ``bbox_extent`` are the box the above/under relation reads, so that a reader can check an
+edge against the boxes: a household object's per-type box (``EpisodeContext.half_width``, ``box_bottom``,
+``box_top``: eqagen/predicates/extents.py; its footprint square and axis-aligned), an area's footprint (a
+room, a Minecraft structure), one block (Minecraft). Where the world family knows no box for a type, the
+extent is nominal (0.5 m), centred on the position.
 """
 
 from __future__ import annotations
@@ -27,10 +30,8 @@ from eqagen.outputs.history import is_area, object_caption, short_floats
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import encloses, vertical_relation
 
-# metres per side of a nominal box, by the household object table's size classes
-SIZE_EXTENT = {"small": 0.15, "medium": 0.5, "large": 1.0}
 BLOCK_EXTENT = 1.0  # a Minecraft entity is drawn as one block
-DEFAULT_EXTENT = 0.5
+DEFAULT_EXTENT = 0.5  # m per side where the world family knows no box for the type
 
 
 def check_step(episode: Episode, step: int | None) -> int:
@@ -52,15 +53,21 @@ def area_region(episode: Episode, e: int) -> Region | None:
     return next((r for r in episode.regions if r.region_id == wanted), None)
 
 
-def nominal_extent(episode: Episode, e: int) -> list[float]:
-    """The box side lengths ``[x, y, z]`` of entity ``e`` (nominal: see the module docstring)."""
-    region = area_region(episode, e)
+def entity_box(ctx: EpisodeContext, e: int, t: int) -> tuple[list[float], list[float]]:
+    """The centre and side lengths ``[x, y, z]`` of entity ``e``'s box at step ``t`` (see the module
+    docstring)."""
+    position = ctx.position[t, e]
+    region = area_region(ctx.episode, e)
     if region is not None:
         f = np.asarray(region.footprint, dtype=np.float64)
-        return [round(float(v), 3) for v in f[3:] - f[:3]]
-    if episode.family == "blockworld":
-        return [BLOCK_EXTENT] * 3
-    return [SIZE_EXTENT.get(episode.entities.attributes[e].get("size", ""), DEFAULT_EXTENT)] * 3
+        return short_floats(position), [round(float(v), 3) for v in f[3:] - f[:3]]
+    if ctx.episode.family == "blockworld":
+        return short_floats(position), [BLOCK_EXTENT] * 3
+    half, bottom, top = float(ctx.half_width[e]), float(ctx.box_bottom[e]), float(ctx.box_top[e])
+    if half == 0.0 and top == bottom:  # no box known for the type
+        return short_floats(position), [DEFAULT_EXTENT] * 3
+    centre = position + np.array([0.0, (bottom + top) / 2, 0.0])
+    return short_floats(centre), [round(2 * half, 3), round(top - bottom, 3), round(2 * half, 3)]
 
 
 def graph_objects(ctx: EpisodeContext, step: int) -> np.ndarray:
@@ -95,18 +102,19 @@ def scene_graph(episode: Episode, step: int | None = None) -> dict[str, Any]:
     ctx = EpisodeContext(episode)
     listed = graph_objects(ctx, t)
     ents = episode.entities
-    objects = [
-        {
-            "id": i,
-            "instance_id": ents.instance_id[e],
-            "object_tag": ents.type[e],
-            "caption": object_caption(
-                ents.attributes[e], ents.type[e], [f for f in ctx.flags if f != "exists" and ctx.flags[f][t, e]]
-            ),
-            "bbox_center": short_floats(episode.timeline.field("position")[t, e]),
-            "bbox_extent": nominal_extent(episode, e),
-        }
-        for i, e in enumerate(listed.tolist())
-    ]
+    objects = []
+    for i, e in enumerate(listed.tolist()):
+        centre, extent = entity_box(ctx, e, t)
+        flags = [f for f in ctx.flags if f != "exists" and ctx.flags[f][t, e]]
+        objects.append(
+            {
+                "id": i,
+                "instance_id": ents.instance_id[e],
+                "object_tag": ents.type[e],
+                "caption": object_caption(ents.attributes[e], ents.type[e], flags),
+                "bbox_center": centre,
+                "bbox_extent": extent,
+            }
+        )
     edges = receptacle_edges(ctx, t, listed) + vertical_edges(ctx, t, listed)
     return {"episode_id": episode.episode_id, "step": t, "objects": objects, "edges": sorted(edges)}

@@ -127,6 +127,27 @@ def test_scene_graph_edges_are_the_receptacles_and_the_vertical_rule():
         scene_graph(ep, ep.n_steps)
 
 
+def test_scene_graph_boxes_show_each_vertical_edge():
+    """The printed boxes are the ones above/under read: for every ``above`` edge the upper box's bottom is over
+    the lower box's top (by at most 1 m of air) and their footprints overlap (within 5 cm); ``under`` mirrors
+    it. A box printed by another size (the old size classes) breaks this on household scenes."""
+    checked = 0
+    for ep in [e for e in by_id()[0].values() if e.family == "household"][:4]:
+        for t in (0, ep.n_steps // 2, None):
+            graph = scene_graph(ep, t)
+            boxes = [(np.array(o["bbox_center"]), np.array(o["bbox_extent"]) / 2) for o in graph["objects"]]
+            for i, j, rel in graph["edges"]:
+                if rel not in ("above", "under"):
+                    continue
+                (hi_c, hi_h), (lo_c, lo_h) = (boxes[i], boxes[j]) if rel == "above" else (boxes[j], boxes[i])
+                gap = (hi_c[1] - hi_h[1]) - (lo_c[1] + lo_h[1])
+                assert -0.011 < gap <= 1.011, (ep.episode_id, i, j, rel, gap)
+                reach = hi_h[[0, 2]] + lo_h[[0, 2]] + 0.05 + 0.011
+                assert (np.abs(hi_c[[0, 2]] - lo_c[[0, 2]]) <= reach).all(), (ep.episode_id, i, j, rel)
+                checked += 1
+    assert checked >= 10
+
+
 def test_export_writes_one_history_per_episode_at_its_openeqa_reference(dataset, tmp_path):
     episodes, records = by_id()
     n = export(dataset, "history", tmp_path / "h", split="test", max_observations=20)
