@@ -245,6 +245,14 @@ def run_starts(values: np.ndarray) -> np.ndarray:
     return starts.nonzero()[0]
 
 
+def specs_by_cell(holds: np.ndarray) -> list[list[int]]:
+    """Per cell (a column of ``holds``): the specs (ascending) that keep it, from one ``nonzero`` call."""
+    cells, specs = np.nonzero(holds.T)
+    ends = np.cumsum(np.bincount(cells, minlength=holds.shape[1])).tolist()
+    flat = specs.tolist()
+    return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
 def allowed_by_query(
     keys: list[tuple[str, str]], key_of: list[int], query_args: list[tuple[str, str]]
 ) -> dict[tuple[str, str], list[bool]]:
@@ -265,7 +273,6 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     layout = cell_layout(ctx.cell_e, starts)
     queries = satisfiable_queries(ctx)
     all_queries = [q for qs in queries.values() for q in qs]
-    by_cell = np.ascontiguousarray(holds.T)
     type_rows = ctx.type_code[ctx.cell_e][None, :] == np.arange(len(ctx.type_names))[:, None]
     key_of = [keys.index((s.family, s.key)) for s in specs]
     query_args = sorted({(q.name, q.arg) for q in all_queries})  # counting events: one per kind, alike here
@@ -282,7 +289,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         keys=keys,
         key_of=key_of,
         position_of={spec_key(s): i for i, s in enumerate(specs)},
-        specs_at_cell=[row.nonzero()[0].tolist() for row in by_cell],
+        specs_at_cell=specs_by_cell(holds),
         layout=layout,
         rows=rows_to_ints(holds, layout),
         type_cells=dict(zip(ctx.type_names.tolist(), rows_to_ints(type_rows, layout))),
