@@ -1,4 +1,4 @@
-"""Cell selections as Python integers: the sampler's one accelerator, a preview of a filter's effect.
+"""Cell selections as Python integers: the sampler's accelerator, a preview of a filter's effect.
 
 A proposal previews a dozen candidate filters on a few hundred cells at a time: arrays so small that
 numpy's per-call cost dominates. Here every filter spec's cells (a row of ``EpisodeIndex.holds``) become
