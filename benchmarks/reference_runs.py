@@ -19,6 +19,7 @@ from typing import Any
 
 from eqagen.outputs.dataset import open_dataset
 from eqagen.outputs.readers import iter_episodes, read_questions
+from eqagen.scoring.choice import p_text
 from eqagen.scoring.predictions import SHAPES
 from eqagen.scoring.reference import PerceptionNoise, blind_rows, gold_rows, oracle_rows
 
@@ -58,7 +59,7 @@ def table_row(name: str, report: dict[str, Any]) -> str:
     overall, test = report["overall"], report["chance_tests"].get("overall", {})
     cells = [f"{overall[c]:.3f}" if c in overall else "" for c in COLUMNS]
     chance = f"{test['chance']:.3f}" if test else ""
-    p = f"{test['p_value']:.3g}" if test else ""
+    p = p_text(test["p_value"]) if test else ""
     return f"| {name} | {' | '.join(cells)} | {chance} | {p} |"
 
 

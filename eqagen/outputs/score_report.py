@@ -11,12 +11,14 @@ from typing import Any
 import jinja2
 
 from eqagen.outputs.atomic import write_text_atomic
+from eqagen.scoring.choice import p_text
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("eqagen", "templates/report"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
     undefined=jinja2.StrictUndefined,
 )
+_TEMPLATES.filters["p_text"] = p_text
 
 
 def score_metrics(report: Mapping[str, Any]) -> list[str]:

@@ -32,6 +32,15 @@ def chance(choices: Sequence[str]) -> float:
     return 1.0 / len(choices) if choices else 1.0
 
 
+SMALLEST_P = 1e-300  # below this a binomial p-value underflows towards 0 in double precision
+
+
+def p_text(p: float) -> str:
+    """A p-value as a reader should see it: three significant digits, and ``< 1e-300`` rather than a 0 that
+    only says the number underflowed."""
+    return f"< {SMALLEST_P:.0e}" if p < SMALLEST_P else f"{p:.3g}"
+
+
 @dataclass(frozen=True)
 class ChanceTest:
     """``hits`` of ``n`` against ``chance`` (the mean of the records' 1/k): two-sided exact binomial p."""

@@ -12,7 +12,7 @@ from scipy.stats import binomtest
 
 from eqagen.core import AnswerGroup, ResultItem
 from eqagen.scoring.breakdown import interval
-from eqagen.scoring.choice import binomial_against_chance
+from eqagen.scoring.choice import binomial_against_chance, p_text
 from eqagen.scoring.counts import count_exact, mean_relative_accuracy
 from eqagen.scoring.freeform import exact_match, normalise
 from eqagen.scoring.judge import express_score, llm_match, parse_mark
@@ -78,6 +78,13 @@ def test_normalised_exact_match():
     assert exact_match("two Drawers were closed", ["The two drawers were closed."]) == 1.0
     assert exact_match("three drawers were closed", ["The two drawers were closed."]) == 0.0
     assert exact_match(None, ["x"]) == 0.0
+
+
+def test_a_p_value_that_underflows_reads_as_below_1e_300_not_zero():
+    """A gold run's p-value underflows to 0.0 (2,253 hits of 2,253 at chance 0.35); it reads "< 1e-300"."""
+    gold = binomial_against_chance([1.0] * 2253, [0.35] * 2253)
+    assert gold.p_value < 1e-300 and p_text(gold.p_value) == "< 1e-300"
+    assert p_text(5.45e-160) == "5.45e-160" and p_text(1.0) == "1" and p_text(0.0498) == "0.0498"
 
 
 def test_binomial_binomial_against_chance_is_scipys_two_sided_exact_test():
