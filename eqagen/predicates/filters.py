@@ -246,6 +246,9 @@ def pair_stack(ctx: EpisodeContext, anchors: np.ndarray, pairs: np.ndarray) -> n
     return stack
 
 
+NO_PAIRS = np.zeros(0, dtype=np.int64)
+
+
 def holding_pairs(ctx: EpisodeContext, key: str) -> np.ndarray:
     """The co-visible pairs (ascending indices) in relation ``key``: ``relative_holds`` over every pair."""
     return np.flatnonzero(relative_holds(ctx, key, np.arange(ctx.pair_a.size)))
@@ -302,12 +305,9 @@ def position_batch(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> li
     return out
 
 
-NO_PAIRS = np.zeros(0, dtype=np.int64)
-
-
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     out = [AGENT] if key != "behind" and agent_relation(ctx, key).any() else []
-    out.extend(ctx.types[ctx.pair_a[relative_holds(ctx, key, np.arange(ctx.pair_a.size))]].tolist())
+    out.extend(ctx.types[ctx.pair_a[holding_pairs(ctx, key)]].tolist())
     return _specs("position", key, out)
 
 
