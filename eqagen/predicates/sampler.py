@@ -459,9 +459,18 @@ def grounded_choice(
         k
         for k, g in enumerate(groups)
         if g.anchor >= 0
+        and named_alone(ctx, g.anchor)
         and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, select, answered.dropped)
     ]
     return valid[rng.below(len(valid))] if valid else None
+
+
+def named_alone(ctx: EpisodeContext, anchor: int) -> bool:
+    """Whether an anchor's printed coordinates (``anchor_position``) name it alone among the instances of its
+    type the agent saw: real scenes can hold two potatoes at one spot, and "the potato at (x, y, z)" would then
+    name both."""
+    here = ctx.anchor_position(anchor)
+    return all(o == anchor or ctx.anchor_position(o) != here for o in ctx.instances(str(ctx.types[anchor])).tolist())
 
 
 def mix_problem(acc: Accepted, config: QuestionConfig, mix: MixState) -> str | None:

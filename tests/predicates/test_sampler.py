@@ -219,3 +219,36 @@ def test_programs_have_the_number_of_filters_drawn():
     assert abs(counts[1] / n - 0.45) <= 0.04 and counts[3] / n >= 0.075, counts
     assert rejected["fewer_filters"] > 0
     assert n >= 40 * 6, counts  # an episode that cannot make three filters stops drawing them
+
+
+def shelf_episode(apart: bool):
+    """Two mugs and a cup; the cup (entity 2) stands right of the first mug only. The mugs stand 1 m apart, or
+    (``apart`` False) at one spot, as real ALFRED scenes sometimes place two instances."""
+    import numpy as np
+
+    from eqagen.predicates.context import EpisodeContext
+    from tests.predicates.conftest import tiny_episode
+
+    second = [1.0, 0.9, 2.0] if apart else [0.0, 0.9, 2.0]
+    pos = np.tile(np.array([[0.0, 0.9, 2.0], second, [0.4, 0.9, 2.0]]), (4, 1, 1))
+    if not apart:
+        pos[:, 2] = [-0.4, 0.9, 2.0]  # the cup left of both mugs (the same relation to each)
+    return EpisodeContext(tiny_episode(["Mug", "Mug", "Cup"], pos, np.ones((4, 3), dtype=bool)))
+
+
+@pytest.mark.parametrize("apart", [True, False])
+def test_a_grounded_twin_never_names_coordinates_two_instances_share(apart):
+    """Where two mugs stand at one spot, "the mug at (x, y, z)" names both: no twin names either; 1 m apart,
+    the same question gets its twin."""
+    from eqagen.predicates.registry import selection
+    from eqagen.predicates.sampler import grounded_choice, judge, named_alone
+
+    ctx = shelf_episode(apart)
+    side = "right" if apart else "left"
+    program = Program((FilterSpec("position", side, "Mug"),), QuerySpec("listObjects"))
+    select = lambda spec: selection(ctx, spec)  # noqa: E731
+    answered = judge(ctx, program, QuestionConfig(), select)
+    assert not isinstance(answered, str), answered
+    assert [named_alone(ctx, a) for a in (0, 1)] == [apart, apart]
+    chosen = grounded_choice(ctx, select, program, answered, Draws(derive_rng(0, "twin")))
+    assert (chosen is not None) == apart
