@@ -66,8 +66,8 @@ def entity_box(ctx: EpisodeContext, e: int, t: int) -> tuple[list[float], list[f
     half, bottom, top = float(ctx.half_width[e]), float(ctx.box_bottom[e]), float(ctx.box_top[e])
     if half == 0.0 and top == bottom:  # no box known for the type
         return short_floats(position), [DEFAULT_EXTENT] * 3
-    centre = position + np.array([0.0, (bottom + top) / 2, 0.0])
-    return short_floats(centre), [round(2 * half, 3), round(top - bottom, 3), round(2 * half, 3)]
+    centre = position + np.array([0.0, (bottom + top) / 2, 0.0])  # to the millimetre, as the extents
+    return [round(float(v), 3) for v in centre], [round(2 * half, 3), round(top - bottom, 3), round(2 * half, 3)]
 
 
 def graph_objects(ctx: EpisodeContext, step: int) -> np.ndarray:
