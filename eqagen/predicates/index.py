@@ -148,8 +148,7 @@ def allowed_keys(keys: list[tuple[str, str]], q: QuerySpec) -> tuple[bool, ...]:
     """Per (family, key): whether its specs may go with the query (no forbidden pair; the rules read family
     and key)."""
     query = QuerySpec(q.name, q.arg)
-    rules = [rule for rule in REGISTRY.forbidden if rule.query == q.name]  # the others match no key here
-    return tuple(not any(rule.matches(FilterSpec(f, k, ""), query) for rule in rules) for f, k in keys)
+    return tuple(not REGISTRY.is_forbidden(FilterSpec(f, k, ""), query) for f, k in keys)
 
 
 def allowed_specs(by_key: tuple[bool, ...], key_of: list[int]) -> list[bool]:
