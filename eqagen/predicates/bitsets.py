@@ -28,6 +28,7 @@ Minecraft episodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -119,11 +120,11 @@ class BitView:
     reported: int | None = None  # cells where an entity's last selected step is reported; None: all
 
 
-@dataclass(frozen=True)
-class Preview:
+class Preview(NamedTuple):
     """What a selection's answer would be, as far as the bits tell: ``content`` (the event cells, the
     values named, or the entities named) compared between selections, and ``size`` (cells or entities)
-    checked against the answer limits."""
+    checked against the answer limits. A named tuple: a proposal makes hundreds, and a tuple is made in a
+    fraction of a frozen dataclass's time."""
 
     content: int
     size: int

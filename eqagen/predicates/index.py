@@ -18,7 +18,7 @@ from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
 from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored, selection, selections
-from eqagen.predicates.validity import single_value
+from eqagen.predicates.validity import event_entities, single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
 Selection = np.ndarray | Anchored
@@ -67,6 +67,7 @@ class EpisodeIndex:
     views: dict[tuple[str, str, str], BitView]  # per ``view_key``: the query's cells and previews
     seeds: dict[tuple[str, str, str], SeedCells]  # per ``view_key``
     allowed: dict[tuple[str, str], list[bool]]  # per (query name, arg): the specs with no forbidden pair
+    event_entities: list[set[int]]  # per spec: the entities of the events it names (``validity.event_entities``)
 
     @property
     def n_cells(self) -> int:
@@ -273,7 +274,8 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     queries = satisfiable_queries(ctx)
     all_queries = [q for qs in queries.values() for q in qs]
     type_rows = ctx.type_code[ctx.cell_e][None, :] == np.arange(len(ctx.type_names))[:, None]
-    key_of = [keys.index((s.family, s.key)) for s in specs]
+    key_code = {k: i for i, k in enumerate(keys)}
+    key_of = [key_code[(s.family, s.key)] for s in specs]
     query_args = sorted({(q.name, q.arg) for q in all_queries})  # counting events: one per kind, alike here
     return EpisodeIndex(
         ctx=ctx,
@@ -295,4 +297,5 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         views=build_views(ctx, all_queries, layout),
         seeds={view_key(q): seed_cells(ctx, q, shares) for q in all_queries},
         allowed=allowed_by_query(keys, key_of, query_args),
+        event_entities=[event_entities(ctx, [s]) for s in specs],
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, Select, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, view_key
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
-from eqagen.predicates.validity import dropped_answers, event_entities, violations
+from eqagen.predicates.validity import dropped_answers, violations
 
 # While the grounded share is below target, how often the common values must include an ambiguous one: the
 # common values alone bring the household share to about 23% (target 35%), always keeping one to 33% but
@@ -85,9 +86,9 @@ class MixState:
         return self.grounded < target * (self.records + 2)
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A spec that keeps every filter's preview effective, with the cells it keeps and the preview's size."""
+class Candidate(NamedTuple):
+    """A spec that keeps every filter's preview effective, with the cells it keeps and the preview's size (a
+    named tuple: a proposal makes dozens)."""
 
     spec: int
     n_cells: int
@@ -277,7 +278,8 @@ def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, r
     answers within the size limits."""
     idx = candidates(index, config, index.holding_at(seed, allowed), used)
     if q.name == "getState":  # the seed is in the answer: no moment named by its own event (validity)
-        idx = [j for j in idx if index.ctx.cell_e[seed] not in event_entities(index.ctx, [index.specs[j]])]
+        entity = int(index.ctx.cell_e[seed])
+        idx = [j for j in idx if entity not in index.event_entities[j]]
     if not used:
         found = first_candidates(index, state, q, idx)
     else:
