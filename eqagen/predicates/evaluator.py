@@ -4,7 +4,8 @@ There is no final unique(). A filter that names an object with several observed 
 countertops) is *ambiguous*: the answer is grouped per instance (the group's anchor), each group
 holding what the query says about that instance. A program may have at most one ambiguous filter (the
 sampler rejects more), so the groups are the instances of that one filter. Groups where the query finds
-nothing are dropped.
+nothing are dropped, but for one: a program without an ambiguous filter whose query has a value for
+nothing (``QueryDef.none_value``: counting events, "0") has that one group, with no entity.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class RawGroup:
 
 
 Select = Callable[[FilterSpec], "np.ndarray | Anchored"]
+NO_ENTITIES = np.zeros(0, dtype=np.int64)
+NO_ENTITIES.setflags(write=False)
 
 
 def base_mask(ctx: EpisodeContext, program: Program, qdef: QueryDef) -> np.ndarray:
@@ -90,4 +93,8 @@ def groups_on(
             continue
         last_t = out.steps if out.steps is not None else last_step(gmask, out.entities)
         groups.append(RawGroup(anchor, where if anchor >= 0 else -1, out.entities, out.value, last_t))
+    if not groups and grouped is None:
+        none = qdef.none_value(program.query) if qdef.none_value else None
+        if none is not None:
+            groups.append(RawGroup(-1, -1, NO_ENTITIES, none, NO_ENTITIES))
     return groups

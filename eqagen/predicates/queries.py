@@ -114,6 +114,12 @@ def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome 
     return Outcome(ents, str(int(hit.sum())), last)
 
 
+def _no_events(query: QuerySpec) -> str | None:
+    """Counting events, the agent may never have done it: "0" (the filters made the difference: a program
+    answered 0 where the query without some filter is too is not valid, ``validity``). Objects seen: none."""
+    return "0" if query.arg == "events" else None
+
+
 @register_query(
     "count",
     args=count_args,
@@ -121,6 +127,7 @@ def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome 
     answer_type="number",
     categories=("spatial understanding", "counting"),
     observed=False,
+    none_value=_no_events,
 )
 def count(ctx: EpisodeContext, query: QuerySpec, mask: np.ndarray) -> Outcome | None:
     """``objects``: distinct entities seen; ``events``: events of ``kind`` whose entity passes the mask at

@@ -121,6 +121,9 @@ class QueryDef:
     # True: the answer turns on whether the type named by the query's arg was seen (an existence query);
     # the ask stage then asks the question where that type was seen and where it was not, alike
     asks_presence: bool = False
+    # the value of a program's one answer group where the query finds nothing (counting events: "0", the
+    # agent never did it); None, or no function: such a group says nothing and is dropped
+    none_value: Callable[[QuerySpec], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ def register_query(
     seeds: SeedsFn | None = None,
     reports: SeedsFn | None = None,
     asks_presence: bool = False,
+    none_value: Callable[[QuerySpec], str | None] | None = None,
 ) -> Callable[[QueryFn], QueryFn]:
     """Decorator: register ``fn(ctx, query, mask) -> Outcome | None`` as query ``name``.
 
@@ -256,7 +260,9 @@ def register_query(
     entities as the answer. ``fn`` is the query's one definition; ``value_codes`` and ``reports`` only
     describe it to the sampler's preview (``bitsets``), which a test holds equal to ``fn``.
     ``asks_presence``: the answer is whether the type the query's arg names is in the selection
-    (existence), so the ask stage asks it where that type was seen and where it was not.
+    (existence), so the ask stage asks it where that type was seen and where it was not. ``none_value(query)``
+    (optional): the answer of a program without an ambiguous filter where ``fn`` finds nothing (counting
+    events: "0"); None: there is no answer (the program is not asked there).
     """
     a_type = answer_type if callable(answer_type) else (lambda _q, _t=answer_type: _t)
     cats = categories if callable(categories) else (lambda _q, _c=categories: _c)
@@ -276,6 +282,7 @@ def register_query(
             seeds=seeds,
             reports=reports,
             asks_presence=asks_presence,
+            none_value=none_value,
         )
         return fn
 

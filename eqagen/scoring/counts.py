@@ -1,8 +1,8 @@
 """Count questions: exact accuracy, and VSI-Bench's mean relative accuracy (MRA).
 
 ``MRA = mean over θ in {0.50, 0.55, ..., 0.95} of 1[|ŷ - y| / y < 1 - θ]``: a count within 5% of the truth
-scores 1, one off by 30% scores 0.5. VSI-Bench divides by the truth y; a true count of 0 (never asked here:
-a count question names what it counts) falls back to the exact comparison.
+scores 1, one off by 30% scores 0.5. VSI-Bench divides by the truth y; a true count of 0 (a count of events the
+agent never did: "Never.") falls back to the exact comparison.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Free-form answers offline: exact match after normalisation (SQuAD's, with number words as digits).
 
-``normalise(s)``: lower case; number words (zero..twelve, once, twice) as digits; punctuation, the articles a,
-an, the, and extra white space removed. ``exact_match = 1[normalise(prediction) in {normalise(a) : a in
-answers}]``, the answers being the record's template answer and its paraphrased answer.
+``normalise(s)``: lower case; number words (zero..twelve, once, twice, and never: a count of events of 0) as
+digits; punctuation, the articles a, an, the, and extra white space removed.
+``exact_match = 1[normalise(prediction) in {normalise(a) : a in answers}]``, the answers being the record's
+template answer and its paraphrased answer.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 
 from eqagen.templates.words import number_word
 
-NUMBER_WORDS = {number_word(n): str(n) for n in range(13)} | {"once": "1", "twice": "2"}
+NUMBER_WORDS = {number_word(n): str(n) for n in range(13)} | {"never": "0", "once": "1", "twice": "2"}
 _PUNCTUATION = str.maketrans({c: " " for c in string.punctuation})
 _ARTICLES = frozenset({"a", "an", "the"})
 

@@ -5,7 +5,7 @@ coordinates (``Below the countertop at (x=1.38, y=-0.05, z=-0.38): one``) gives 
 to a grounded question, about the one anchor the question names, has that anchor); and each
 segment's value, by the record's answer type:
 
-- ``number``/``count``: the first number (digits, number words, ``once``, ``twice``);
+- ``number``/``count``: the first number (digits, number words, ``once``, ``twice``, ``never`` for 0);
 - ``yes/no``: the first ``yes`` or ``no``;
 - ``objects``: every object type named, with its count (``an apple and two cups``);
 - every other type: the values of that type the dataset knows (:class:`Vocabulary`) said after ``was``/``were``
