@@ -273,7 +273,7 @@ def episode_from_dict(d: dict[str, Any]) -> Episode:
         action=list(s["action"]),
         target=np.asarray(s["target"], dtype=np.int32),
         receptacle=np.asarray(s["receptacle"], dtype=np.int32),
-        args=[json.loads(a) for a in s["args"]],
+        args=json.loads("[" + ",".join(s["args"]) + "]"),  # one parse, not one per step (each is one JSON value)
         success=np.asarray(s["success"], dtype=bool),
         error=list(s["error"]),
         pose=np.asarray(s["pose"], dtype=np.float32).reshape(-1, 5),

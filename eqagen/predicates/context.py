@@ -109,9 +109,6 @@ class EpisodeContext:
         # agent's frame at t ([P, 3]): what the situated relations read
         self.pair_t, self.pair_e, self.pair_a = covisible_pairs(self.data)
         self.pair_offset: np.ndarray = self.ego[self.pair_t, self.pair_e] - self.ego[self.pair_t, self.pair_a]
-        # which (e, a) each pair is, numbered 0..: the steps a relation between the same two must hold at
-        _, self.pair_id = np.unique(self.pair_e * self.N + self.pair_a, return_inverse=True)
-        self.pair_id = self.pair_id.ravel()
         # (t, e) of every observation and of every event's (step, entity), sorted by entity then step: the
         # cells the sampler's index works on
         self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)
