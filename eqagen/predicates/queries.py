@@ -115,8 +115,9 @@ def _events_outcome(t: np.ndarray, ent: np.ndarray, hit: np.ndarray) -> Outcome 
 
 
 def _no_events(query: QuerySpec) -> str | None:
-    """Counting events, the agent may never have done it: "0" (the filters made the difference: a program
-    answered 0 where the query without some filter is too is not valid, ``validity``). Objects seen: none."""
+    """Counting events, the agent may never have done it: "0" (kept only where the filters make the difference:
+    where dropping some filter leaves the count at 0, the validity rules reject it). Counting objects seen: no
+    answer."""
     return "0" if query.arg == "events" else None
 
 
