@@ -527,8 +527,8 @@ def write_offline_questions(
                 tell(cut[i][k].rows.num_rows)
 
     while len(writes) < len(shards):  # each shard's unit submitted as soon as its pieces are done
-        tell_pieces_done()
         ready = [i for i in range(len(shards)) if i not in writes and all(f.done() for f in paraphrased[i])]
+        tell_pieces_done()  # after ``ready``: a shard's pieces are told before its unit can write it
         for i in ready:
             for f in paraphrased[i]:
                 f.result()  # a piece's error, raised here
