@@ -280,8 +280,9 @@ def ask_batch(
     store_root: Path, round_dir: Path, batch_name: str, asks: list[Ask], questions: QuestionConfig, seed: int
 ) -> dict:
     """Ask one batch's share of the plan on its episodes and checkpoint the records; returns the counts."""
-    from eqagen.predicates.asking import EpisodeSelections, accept, ask
+    from eqagen.predicates.asking import accept, ask
     from eqagen.predicates.context import context_for
+    from eqagen.predicates.registry import EpisodeSelections
     from eqagen.templates.records import make_records
 
     start = time.perf_counter()

@@ -21,10 +21,10 @@ import numpy as np
 
 from eqagen.core import Draws, FilterSpec, Program
 from eqagen.predicates.config import QuestionConfig
-from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import Select
 from eqagen.predicates.filters import event_names, moment_spec_in
-from eqagen.predicates.registry import REGISTRY, Anchored, selection
+from eqagen.predicates.registry import REGISTRY, selection
 from eqagen.predicates.sampler import Accepted, Answered, grounded_choice, judge
 
 
@@ -106,31 +106,12 @@ def program_in(ctx: EpisodeContext, program: Program) -> Program | None:
     return Program(tuple(filters), program.query)
 
 
-class EpisodeSelections:
-    """The selections of the filter specs asked of one episode, each computed by its definition the first time
-    a program needs it and looked up by the spec's content after that: a unit of the ask stage asks hundreds of
-    programs of one episode, and they share their filters (about half of the evaluations of a round). Made per
-    episode by the unit that asks, and dropped with it; a ``Select`` (``evaluator``), like the sampler's
-    index, which holds the same selections for the episode where a program is proposed."""
-
-    def __init__(self, ctx: EpisodeContext):
-        self.ctx = ctx
-        self.by_spec: dict[tuple, np.ndarray | Anchored] = {}
-
-    def __call__(self, spec: FilterSpec) -> np.ndarray | Anchored:
-        key = spec_key(spec)
-        found = self.by_spec.get(key)
-        if found is None:
-            found = self.by_spec[key] = selection(self.ctx, spec)
-        return found
-
-
 def ask(
     ctx: EpisodeContext, program: Program, config: QuestionConfig, select: Select | None = None
 ) -> tuple[Program, Answered] | str:
     """The program asked on this episode (its moments pointing at this episode's events) and its answers, or
     the rejection reason (``event_missing`` where an event it names did not happen here; else the exact
-    check's reason). ``select``: the episode's selections (``EpisodeSelections``); by default the
+    check's reason). ``select``: the episode's selections (``registry.EpisodeSelections``); by default the
     definitions, called."""
     here = program_in(ctx, program)
     if here is None:

@@ -151,6 +151,11 @@ class EpisodeContext:
         """``arr[t, e]`` at every cell, for a ``[T, N, ...]`` array."""
         return arr[self.cell_t, self.cell_e]
 
+    def cell_index(self, t: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """The index among the cells of each (t, e), which must be cells (observations or events): cells are
+        sorted by entity then step, so their keys ``e * T + t`` ascend."""
+        return np.searchsorted(self.cell_e * self.T + self.cell_t, e * self.T + t)
+
     def anchor_position(self, entity: int) -> tuple[float, float, float]:
         """Where an anchor is named: its position when the agent first saw it, in metres rounded to the
         centimetre."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from eqagen.core import FilterSpec
 from eqagen.predicates.context import EpisodeContext
-from eqagen.predicates.registry import Anchored, register_filter
+from eqagen.predicates.registry import Anchored, CellRow, register_filter
 
 DEFAULTS = {
     "above_margin": 0.05,  # m: footprints this far apart still count as one over the other
@@ -144,6 +144,18 @@ def above_under(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return Anchored(anchors, vertical_relation(ctx, spec.key, t, e, a) & ctx.where_named(anchors)[:, :, None])
 
 
+def vertical_cells(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[CellRow]:
+    """``cell_row`` of ``above_under`` for many specs of one key (the index's accelerator): the relation is read
+    at the cells only, against each spec's anchors, rather than at every step and entity."""
+    out: list[CellRow] = []
+    t, e = ctx.cell_t[:, None], ctx.cell_e[:, None]
+    for spec in specs:
+        anchors = ctx.instances(spec.value)
+        held = vertical_relation(ctx, key, t, e, anchors[None, :]) & ctx.where_named(anchors).T[ctx.cell_t]
+        out.append((anchors, held.any(axis=1)))
+    return out
+
+
 def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     """``above``/``under`` specs: the types of the observed entities that some observation is above (under),
     by ``above_under``'s rule at the observations only."""
@@ -161,6 +173,7 @@ LOCATION_FNS = {
     "above": above_under,
     "under": above_under,
 }
+VERTICAL_KEYS = ("above", "under")
 
 
 def held_observations(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -194,20 +207,20 @@ def location_filter(ctx: EpisodeContext, spec: FilterSpec) -> Anchored:
     return LOCATION_FNS[spec.key](ctx, spec)
 
 
+LOCATION_LABELS = {
+    "on": "on the object",
+    "inside": "inside the object",
+    "on_same": "on the same object as",
+    "inside_same": "inside the same object as",
+    "above": "above the object",
+    "under": "under the object",
+}
 register_filter(
-    "location",
-    tuple(LOCATION_FNS),
-    location_values,
-    slot="post",
-    labels={
-        "on": "on the object",
-        "inside": "inside the object",
-        "on_same": "on the same object as",
-        "inside_same": "inside the same object as",
-        "above": "above the object",
-        "under": "under the object",
-    },
+    "location", tuple(k for k in LOCATION_FNS if k not in VERTICAL_KEYS), location_values, labels=LOCATION_LABELS
 )(location_filter)
+register_filter("location", VERTICAL_KEYS, location_values, labels=LOCATION_LABELS, cells=vertical_cells)(
+    location_filter
+)
 
 
 # -- position (situated) ------------------------------------------------------------------------------
@@ -246,26 +259,27 @@ def pair_stack(ctx: EpisodeContext, anchors: np.ndarray, pairs: np.ndarray) -> n
     return stack
 
 
-NO_PAIRS = np.zeros(0, dtype=np.int64)
-
-
 def holding_pairs(ctx: EpisodeContext, key: str) -> np.ndarray:
     """The co-visible pairs (ascending indices) in relation ``key``: ``relative_holds`` over every pair."""
     return np.flatnonzero(relative_holds(ctx, key, np.arange(ctx.pair_a.size)))
 
 
-def grouped(codes: np.ndarray, items: np.ndarray) -> dict[int, np.ndarray]:
-    """``items`` grouped by their ``codes``, each group in the order of ``items``."""
-    order = np.argsort(codes, kind="stable")
-    keys, starts = np.unique(codes[order], return_index=True)
-    items, ends = items[order], [*starts[1:].tolist(), codes.size]
-    return {k: items[a:b] for k, a, b in zip(keys.tolist(), starts.tolist(), ends)}
+def instances_of(ctx: EpisodeContext, codes: np.ndarray) -> list[np.ndarray]:
+    """``ctx.instances`` of the types of many ``codes`` (``type_codes_of``) at once."""
+    observed = np.flatnonzero(ctx.observed)
+    order = np.argsort(ctx.type_code[observed], kind="stable")
+    bounds = np.searchsorted(ctx.type_code[observed][order], [codes, codes + 1])
+    entities = observed[order]
+    return [entities[a:b] if code >= 0 else entities[:0] for code, a, b in zip(codes.tolist(), *bounds.tolist())]
 
 
-def type_code_of(ctx: EpisodeContext, type_name: str) -> int:
-    """The index of ``type_name`` among the episode's type names; -1 where no entity has it."""
-    i = int(np.searchsorted(ctx.type_names, type_name))
-    return i if i < ctx.type_names.size and ctx.type_names[i] == type_name else -1
+def type_codes_of(ctx: EpisodeContext, type_names: list[str]) -> np.ndarray:
+    """The index of each of ``type_names`` among the episode's type names; -1 where no entity has it."""
+    names, wanted = ctx.type_names, np.array(type_names, dtype=str)
+    if not names.size or not wanted.size:
+        return np.full(wanted.size, -1, dtype=np.int64)
+    found = np.minimum(np.searchsorted(names, wanted), names.size - 1)
+    return np.where(names[found] == wanted, found, -1)
 
 
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
@@ -287,22 +301,19 @@ def position_filter(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Ancho
     return Anchored(anchors, relative_relations(ctx, anchors, spec.key))
 
 
-def position_batch(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[np.ndarray | Anchored]:
-    """``position_filter`` of many specs of one key (the index's accelerator): ``relative_holds`` is read once
-    over every co-visible pair, and the pairs are grouped by their anchor's type."""
-    by_anchor_type = None
-    out: list[np.ndarray | Anchored] = []
-    for spec in specs:
-        if spec.value == AGENT:
-            out.append(agent_relation(ctx, key))
-            continue
-        if by_anchor_type is None:
-            held = holding_pairs(ctx, key)
-            by_anchor_type = grouped(ctx.type_code[ctx.pair_a[held]], held)
-        anchors = ctx.instances(spec.value)
-        pairs = by_anchor_type.get(type_code_of(ctx, spec.value), NO_PAIRS)
-        out.append(Anchored(anchors, pair_stack(ctx, anchors, pairs[entity_mask(ctx, anchors)[ctx.pair_a[pairs]]])))
-    return out
+def position_cells(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[CellRow]:
+    """``cell_row`` of ``position_filter`` for many specs of one key (the index's accelerator): ``relative_holds``
+    is read once over every co-visible pair, and each pair marks its (step, entity) cell in the row of its
+    anchor's type (the anchors of a spec are the observed instances of its type, and a pair's anchor is seen)."""
+    held = holding_pairs(ctx, key)
+    by_type = np.zeros((ctx.type_names.size + 1, ctx.cell_t.size), dtype=bool)  # the last row: no such type
+    by_type[ctx.type_code[ctx.pair_a[held]], ctx.cell_index(ctx.pair_t[held], ctx.pair_e[held])] = True
+    codes = type_codes_of(ctx, [spec.value for spec in specs])
+    you = ctx.at_cells(agent_relation(ctx, key)) if any(spec.value == AGENT for spec in specs) else None
+    return [
+        (None, you) if spec.value == AGENT else (anchors, row)
+        for spec, row, anchors in zip(specs, by_type[codes], instances_of(ctx, codes))
+    ]
 
 
 def position_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
@@ -317,7 +328,7 @@ register_filter(
     position_values,
     slot="post",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
-    batch=position_batch,
+    cells=position_cells,
 )(position_filter)
 
 

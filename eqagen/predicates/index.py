@@ -1,10 +1,12 @@
 """What can be asked in one episode, computed once and eagerly: satisfiable queries and filter specs.
 
 The sampler works on *cells*: the ``(t, entity)`` pairs a question can be about (DATA, plus the cells of
-events, which counting events looks at), sorted by entity then step. Every satisfiable filter spec is
-evaluated once, by its definition, and kept twice: its selection (what the evaluator ANDs) and its row of
-``holds`` (``[C, K]``: which cells it keeps, the union over its anchors), so proposing a filter that holds
-at the seed observation and narrows the current selection is a few integer operations (``bitsets``).
+events, which counting events looks at), sorted by entity then step. Every filter spec its key's ``values``
+lists gets its row of ``holds`` (``[C, K]``: which cells it keeps, the union over its anchors), so proposing
+a filter that holds at the seed observation and narrows the current selection is a few integer operations
+(``bitsets``). A spec's selection (what the evaluator ANDs) is its definition's: computed with the row
+where the key has no ``cells`` form, else the first time a program uses the spec (about one spec in ten is
+used; ``EpisodeSelections`` keeps it for the episode).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
 from eqagen.predicates.context import EpisodeContext, spec_key
-from eqagen.predicates.registry import REGISTRY, Anchored, selection, selections
+from eqagen.predicates.registry import REGISTRY, Anchored, CellRow, EpisodeSelections, cell_rows
 from eqagen.predicates.validity import event_entities, single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
@@ -51,7 +53,7 @@ class EpisodeIndex:
     ctx: EpisodeContext
     queries: dict[str, list[QuerySpec]]  # query name -> satisfiable specs (without subject)
     specs: list[FilterSpec]  # C satisfiable filter specs
-    selections: list[Selection]  # what each spec's definition selects
+    selected: EpisodeSelections  # what each spec's definition selects, computed once, when first needed
     holds: np.ndarray  # bool [C, K]: the cells each spec keeps (union over its anchors)
     ambiguous: list[bool]  # names an object with several observed instances
     priority: list[float]  # lower: preferred (values shared by more scenes)
@@ -78,9 +80,8 @@ class EpisodeIndex:
         return [self.position_of.get(spec_key(s)) for s in specs]
 
     def selection(self, spec: FilterSpec) -> Selection:
-        """The spec's selection as the index computed it, or its definition called for a spec it lacks."""
-        i = self.position_of.get(spec_key(spec))
-        return self.selections[i] if i is not None else selection(self.ctx, spec)
+        """The spec's selection: its definition's, kept for the episode (``EpisodeSelections``)."""
+        return self.selected(spec)
 
     def holding_at(self, cell: int, allowed: list[bool]) -> list[int]:
         """Specs (ascending) that keep ``cell`` and are ``allowed``."""
@@ -95,11 +96,6 @@ class EpisodeIndex:
             planes = None if view.planes is None else tuple(p for p in view.planes if p & cells)
             view = BitView(cells, planes, view.events, view.reported)
         return view, Previewer(self.layout, view)
-
-    def anchor_rows(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """An ambiguous spec's anchors and each anchor's cells (bool ``[G, K]``)."""
-        sel = self.selections[i]
-        return sel.anchors, sel.rows_at(self.ctx.flat_cells)
 
 
 def satisfiable_queries(ctx: EpisodeContext) -> dict[str, list[QuerySpec]]:
@@ -126,22 +122,13 @@ def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
     return [(family, key) for family in support.filters for key in REGISTRY.filter_keys(support, family)]
 
 
-def row_at_cells(ctx: EpisodeContext, sel: Selection) -> np.ndarray:
-    """Bool ``[K]``: the cells a selection keeps (for an anchored one: under any of its anchors)."""
-    if isinstance(sel, Anchored):
-        return sel.rows_at(ctx.flat_cells).any(axis=0)
-    return ctx.at_cells(sel if sel.shape == (ctx.T, ctx.N) else np.broadcast_to(sel, (ctx.T, ctx.N)))
-
-
-def satisfiable_specs(ctx: EpisodeContext) -> list[tuple[FilterSpec, Selection, np.ndarray]]:
-    """Every spec the world family's ``values`` lists that keeps some cell, with its selection and row."""
+def satisfiable_specs(ctx: EpisodeContext, kept: EpisodeSelections) -> list[tuple[FilterSpec, CellRow]]:
+    """Every spec the world family's ``values`` lists that keeps some cell, with its anchors and row
+    (``registry.cell_rows``: the selections it computes are ``kept``)."""
     out = []
     for family, key in filter_keys(ctx):
         specs = list(REGISTRY.filter(family, key).values(ctx, key))
-        for spec, sel in zip(specs, selections(ctx, family, key, specs)):
-            row = row_at_cells(ctx, sel)
-            if row.any():
-                out.append((spec, sel, row))
+        out += [(spec, found) for spec, found in zip(specs, cell_rows(ctx, family, key, specs, kept)) if found[1].any()]
     return out
 
 
@@ -263,9 +250,10 @@ def allowed_by_query(
 
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
-    found = satisfiable_specs(ctx)
-    specs = [s for s, _, _ in found]
-    holds = np.array([row for _, _, row in found], dtype=bool).reshape(len(found), ctx.cell_t.size)
+    selected = EpisodeSelections(ctx)
+    found = satisfiable_specs(ctx, selected)
+    specs = [s for s, _ in found]
+    holds = np.array([row for _, (_, row) in found], dtype=bool).reshape(len(found), ctx.cell_t.size)
     keys = sorted({(s.family, s.key) for s in specs})
     families = sorted({f for f, _ in keys})
     shares = shared_vocabulary(ctx)
@@ -281,9 +269,9 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         ctx=ctx,
         queries=queries,
         specs=specs,
-        selections=[sel for _, sel, _ in found],
+        selected=selected,
         holds=holds,
-        ambiguous=[isinstance(sel, Anchored) and len(sel) >= 2 for _, sel, _ in found],
+        ambiguous=[anchors is not None and len(anchors) >= 2 for _, (anchors, _) in found],
         priority=[spec_priority(s, shares) for s in specs],
         families=families,
         family_of=[families.index(s.family) for s in specs],

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec, UnknownNameError
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 
 # World support is declared in worlds.py (the context reads it, so it sits below this registry); the
 # registry's users find it here too.
@@ -79,7 +79,8 @@ QueryArgsFn = Callable[["EpisodeContext"], Iterable[QuerySpec]]
 AppliesFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
 CategoryFn = Callable[[QuerySpec], tuple[str, str]]
 SeedsFn = Callable[["EpisodeContext", QuerySpec], np.ndarray]
-BatchFn = Callable[["EpisodeContext", str, list[FilterSpec]], list["np.ndarray | Anchored"]]
+CellRow = tuple["np.ndarray | None", np.ndarray]  # a selection's anchors (None: a plain mask) and its row
+CellsFn = Callable[["EpisodeContext", str, list[FilterSpec]], list[CellRow]]
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,10 @@ class FilterDef:
     slot: str = "post"
     phrase: str | None = None  # jinja2 source for the natural phrase; None: macro in templates/filters.j2
     label: str = ""  # TAG-EQA's key text in the structured question ("on the object"); default: key
-    # the selections of many specs of one key at once, equal to ``fn`` of each (the index's accelerator, for
-    # keys with many specs whose relation is cheaper read once for the whole episode); None: ``fn`` per spec
-    batch: BatchFn | None = None
+    # the ``cell_row`` of many specs of one key at once, equal to that of ``fn`` of each (the index's
+    # accelerator, for keys with many specs whose relation is cheaper read at the cells than built as whole
+    # masks); None: ``fn`` per spec
+    cells: CellsFn | None = None
 
 
 @dataclass(frozen=True)
@@ -183,11 +185,52 @@ def selection(ctx: EpisodeContext, spec: FilterSpec) -> np.ndarray | Anchored:
     return REGISTRY.filter(spec.family, spec.key).fn(ctx, spec)
 
 
-def selections(ctx: EpisodeContext, family: str, key: str, specs: list[FilterSpec]) -> list[np.ndarray | Anchored]:
-    """The selections of many specs of one filter key: its batch form where it has one, else the definition
-    per spec."""
+def cell_row(ctx: EpisodeContext, sel: np.ndarray | Anchored) -> CellRow:
+    """A selection's anchors (None for a plain mask) and its row: bool ``[K]``, the cells it keeps
+    (``EpisodeContext.cell_t``, ``cell_e``; for an anchored selection, under any of its anchors)."""
+    if isinstance(sel, Anchored):
+        return sel.anchors, sel.rows_at(ctx.flat_cells).any(axis=0)
+    return None, ctx.at_cells(sel if sel.shape == (ctx.T, ctx.N) else np.broadcast_to(sel, (ctx.T, ctx.N)))
+
+
+class EpisodeSelections:
+    """The selections of the filter specs one episode is asked about, each computed by its definition the
+    first time a program needs it and looked up by the spec's content after that: the ask stage's unit asks
+    hundreds of programs of one episode, and they share their filters (about half of the evaluations of a
+    round); the sampler's index keeps one per episode too. Made per episode by whoever evaluates there, and
+    dropped with it; a ``Select`` (``evaluator``)."""
+
+    def __init__(self, ctx: EpisodeContext):
+        self.ctx = ctx
+        self.by_spec: dict[tuple, np.ndarray | Anchored] = {}
+
+    def __call__(self, spec: FilterSpec) -> np.ndarray | Anchored:
+        key = spec_key(spec)
+        found = self.by_spec.get(key)
+        if found is None:
+            found = self.by_spec[key] = selection(self.ctx, spec)
+        return found
+
+    def keep(self, spec: FilterSpec, sel: np.ndarray | Anchored) -> None:
+        """Hold a selection already computed by the spec's definition."""
+        self.by_spec[spec_key(spec)] = sel
+
+
+def cell_rows(
+    ctx: EpisodeContext, family: str, key: str, specs: list[FilterSpec], kept: EpisodeSelections
+) -> list[CellRow]:
+    """The ``cell_row`` of many specs of one filter key: its ``cells`` form where it has one (their
+    selections are left to be computed when a program needs them), else each spec's definition, called (the
+    selection is then ``kept``)."""
     fdef = REGISTRY.filter(family, key)
-    return fdef.batch(ctx, key, specs) if fdef.batch else [fdef.fn(ctx, s) for s in specs]
+    if fdef.cells:
+        return fdef.cells(ctx, key, specs)
+    out = []
+    for spec in specs:
+        sel = fdef.fn(ctx, spec)
+        kept.keep(spec, sel)
+        out.append(cell_row(ctx, sel))
+    return out
 
 
 def register_filter(
@@ -197,7 +240,7 @@ def register_filter(
     slot: str = "post",
     phrases: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
-    batch: BatchFn | None = None,
+    cells: CellsFn | None = None,
 ) -> Callable[[FilterFn], FilterFn]:
     """Decorator: register ``fn(ctx, spec) -> Selection`` as filter family ``family`` with ``keys``.
 
@@ -208,8 +251,9 @@ def register_filter(
     (the grounding text, "" when ungrounded) and ``ctx``; keys without a phrase use the macro
     ``<family>_<key>`` of ``eqagen/templates/filters.j2``. ``fn`` is the filter's one definition: the
     sampler's index evaluates it once per satisfiable spec and episode, and reads everything else from
-    its selections. ``batch(ctx, key, specs)`` (optional) gives the same selections as ``fn`` for many
-    specs of one key at once; the index calls it instead (a test holds the two equal).
+    its selections. ``cells(ctx, key, specs)`` (optional) gives the same ``cell_row`` as ``fn`` for many
+    specs of one key at once; the index calls it instead, and evaluates ``fn`` only for the specs a program
+    uses (a test holds the two equal).
     """
     if slot not in SLOTS:
         raise ValueError(f"slot '{slot}' is not one of {SLOTS}")
@@ -224,7 +268,7 @@ def register_filter(
                 slot=slot,
                 phrase=(phrases or {}).get(key),
                 label=(labels or {}).get(key, key),
-                batch=batch,
+                cells=cells,
             )
         return fn
 

@@ -22,16 +22,14 @@ from eqagen.core import FilterSpec
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import (
     AGENT,
-    NO_PAIRS,
     POSITION_KEYS,
     agent_relation,
-    entity_mask,
-    grouped,
     holding_pairs,
+    instances_of,
     relative_holds,
-    type_code_of,
+    type_codes_of,
 )
-from eqagen.predicates.registry import Anchored, register_filter
+from eqagen.predicates.registry import Anchored, CellRow, register_filter
 from eqagen.predicates.worlds import extend_world_family
 
 FAMILY = "situation"
@@ -65,30 +63,31 @@ def step_stack(ctx: EpisodeContext, anchors: np.ndarray, pairs: np.ndarray) -> n
     return masks
 
 
-def situation_batch(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[np.ndarray | Anchored]:
-    """``situation_steps`` of many specs of one key (the index's accelerator): the relation is read once, against
-    you for every observation and between objects for every co-visible pair, then grouped by the types."""
+def situation_cells(ctx: EpisodeContext, key: str, specs: list[FilterSpec]) -> list[CellRow]:
+    """``cell_row`` of ``situation_steps`` for many specs of one key (the index's accelerator): the relation is
+    read once, against you for every observation and between objects for every co-visible pair, each spec's
+    steps are marked by its (figure type, ground type), and a spec keeps every cell of its steps."""
     n_types = ctx.type_names.size
-    by_type = None  # [T, types]: whether an object of the type stood ``key`` of you at the step
-    by_pair_types = None  # (figure type, ground type) code -> the pairs in the relation
-    out: list[np.ndarray | Anchored] = []
-    for spec in specs:
-        figure = type_code_of(ctx, figure_of(spec))
-        if spec.value == AGENT:
-            if by_type is None:
-                one_hot = (ctx.type_code[:, None] == np.arange(n_types)[None, :]).astype(np.int32)
-                by_type = (agent_relation(ctx, key).astype(np.int32) @ one_hot) > 0
-            steps = by_type[:, figure] if figure >= 0 else np.zeros(ctx.T, dtype=bool)
-            out.append(np.repeat(steps[:, None], ctx.N, axis=1))
-            continue
-        if by_pair_types is None:
-            held = holding_pairs(ctx, key)
-            by_pair_types = grouped(ctx.type_code[ctx.pair_e[held]] * n_types + ctx.type_code[ctx.pair_a[held]], held)
-        anchors = ctx.instances(spec.value)
-        ground = type_code_of(ctx, spec.value)
-        pairs = by_pair_types.get(figure * n_types + ground, NO_PAIRS) if figure >= 0 and ground >= 0 else NO_PAIRS
-        out.append(Anchored(anchors, step_stack(ctx, anchors, pairs[entity_mask(ctx, anchors)[ctx.pair_a[pairs]]])))
-    return out
+    figures = type_codes_of(ctx, [figure_of(spec) for spec in specs])
+    you = np.array([spec.value == AGENT for spec in specs], dtype=bool)
+    steps = np.zeros((len(specs), ctx.T), dtype=bool)
+    if you.any():  # [T, types + 1]: an object of the type stood ``key`` of you (the last column: no such type)
+        one_hot = (ctx.type_code[:, None] == np.arange(n_types + 1)[None, :]).astype(np.int32)
+        by_type = (agent_relation(ctx, key).astype(np.int32) @ one_hot) > 0
+        steps[you] = by_type[:, figures[you]].T
+    grounds = type_codes_of(ctx, [spec.value for spec in specs])
+    named = ~you & (figures >= 0) & (grounds >= 0)
+    if named.any():  # each pair in the relation marks its step for the specs of its (figure, ground) types
+        codes, inverse = np.unique(figures[named] * n_types + grounds[named], return_inverse=True)
+        held = holding_pairs(ctx, key)
+        pair_codes = ctx.type_code[ctx.pair_e[held]] * n_types + ctx.type_code[ctx.pair_a[held]]
+        at = np.minimum(np.searchsorted(codes, pair_codes), codes.size - 1)
+        hit = codes[at] == pair_codes
+        by_code = np.zeros((codes.size, ctx.T), dtype=bool)
+        by_code[at[hit], ctx.pair_t[held][hit]] = True
+        steps[named] = by_code[inverse.ravel()]
+    rows, anchors = steps[:, ctx.cell_t], instances_of(ctx, grounds)
+    return [(None if spec.value == AGENT else a, row) for spec, row, a in zip(specs, rows, anchors)]
 
 
 # Parts of a larger piece of furniture: "a desk in front of the drawer" is read of the desk's own drawer, "a
@@ -126,7 +125,7 @@ register_filter(
     situation_values,
     slot="when",
     labels={"front": "in front of", "behind": "behind", "left": "left of", "right": "right of"},
-    batch=situation_batch,
+    cells=situation_cells,
 )(situation_steps)
 
 extend_world_family("household", filters={FAMILY: None})

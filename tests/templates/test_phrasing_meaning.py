@@ -17,7 +17,7 @@ from eqagen.core import FilterSpec, QuerySpec
 from eqagen.generators.base import get_backend
 from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.filters import encloses, param
-from eqagen.predicates.index import satisfiable_specs
+from eqagen.predicates.index import build_index
 from eqagen.predicates.registry import Anchored
 from eqagen.templates.phrasing import filter_phrases, question_variants
 from eqagen.templates.words import label, with_article
@@ -30,7 +30,8 @@ def contexts() -> list[EpisodeContext]:
 
 
 def specs_of(ctx: EpisodeContext, family: str) -> list[tuple[FilterSpec, np.ndarray | Anchored]]:
-    return [(spec, sel) for spec, sel, _ in satisfiable_specs(ctx) if spec.family == family]
+    index = build_index(ctx)
+    return [(spec, index.selection(spec)) for spec in index.specs if spec.family == family]
 
 
 # -- literal readings of the words -----------------------------------------------------------------------
