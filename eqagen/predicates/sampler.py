@@ -33,7 +33,7 @@ from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.evaluator import RawGroup, Select, SeveralAmbiguousFilters, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, view_key
 from eqagen.predicates.registry import REGISTRY, ForbiddenPair
-from eqagen.predicates.validity import dropped_answers, violations
+from eqagen.predicates.validity import dropped_answers, first_violation
 
 # While the grounded share is below target, how often the common values must include an ambiguous one: the
 # common values alone bring the household share to about 23% (target 35%), always keeping one to 33% but
@@ -446,8 +446,8 @@ def judge(ctx: EpisodeContext, program: Program, config: QuestionConfig, select:
     if problem:
         return problem
     dropped = dropped_answers(ctx, program, select)
-    broken = violations(ctx, program, None, groups, select, dropped)
-    return broken[0] if broken else Answered(groups, dropped)
+    broken = first_violation(ctx, program, None, groups, select, dropped)
+    return broken or Answered(groups, dropped)
 
 
 def grounded_choice(
@@ -462,7 +462,7 @@ def grounded_choice(
         for k, g in enumerate(groups)
         if g.anchor >= 0
         and named_alone(ctx, g.anchor)
-        and not violations(ctx, program, ctx.anchor_position(g.anchor), groups, select, answered.dropped)
+        and first_violation(ctx, program, ctx.anchor_position(g.anchor), groups, select, answered.dropped) is None
     ]
     return valid[rng.below(len(valid))] if valid else None
 

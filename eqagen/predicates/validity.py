@@ -279,6 +279,33 @@ def violations(
     whose anchor names no group, is the caller's ``empty_answer``, not judged here (ValueError). ``select``:
     how a filter's selection is found (default: its definition, called). ``dropped``: ``dropped_answers``
     of the program, where the caller judges several anchors of it (computed when not given)."""
+    q = asked(ctx_or_episode, program, anchor, groups, select, dropped)
+    return [name for name, rule in RULES.items() if rule(q)]
+
+
+def first_violation(
+    ctx: EpisodeContext,
+    program: Program,
+    anchor: Anchor | None,
+    groups: list[RawGroup],
+    select: Select,
+    dropped: list[list[RawGroup]],
+) -> str | None:
+    """The first of :func:`violations` (None: valid), the rules after it not run: what an exact check
+    needs, which rejects on the first reason."""
+    q = asked(ctx, program, anchor, groups, select, dropped)
+    return next((name for name, rule in RULES.items() if rule(q)), None)
+
+
+def asked(
+    ctx_or_episode: EpisodeContext | Episode,
+    program: Program,
+    anchor: Anchor | None,
+    groups: list[RawGroup] | None,
+    select: Select | None,
+    dropped: list[list[RawGroup]] | None,
+) -> Asked:
+    """The question the rules judge (:func:`violations`' arguments, the missing ones computed)."""
     ctx = ctx_or_episode if isinstance(ctx_or_episode, EpisodeContext) else context_for(ctx_or_episode)
     select = select or partial(selection, ctx)
     groups = evaluate_raw(ctx, program, select) if groups is None else groups
@@ -286,4 +313,4 @@ def violations(
     q = Asked.of(ctx, program, anchor, groups, select, dropped)
     if not q.asked_groups:
         raise ValueError(f"no answer group to judge for {program.signature()} at anchor {anchor}")
-    return [name for name, rule in RULES.items() if rule(q)]
+    return q
