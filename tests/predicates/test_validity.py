@@ -18,7 +18,7 @@ from eqagen.predicates.context import EpisodeContext, context_for
 from eqagen.predicates.evaluator import evaluate_raw
 from eqagen.predicates.registry import selection
 from eqagen.predicates.sampler import sample_programs
-from eqagen.predicates.validity import RULES, dropped_answers, reader_content, violations, without
+from eqagen.predicates.validity import RULES, dropped_answers, first_violation, reader_content, violations, without
 from eqagen.templates.answers import evaluate
 from eqagen.templates.records import sample_questions
 from tests.predicates.conftest import make_episode
@@ -162,6 +162,28 @@ def test_rules_agree_with_their_plain_restatement_on_household_questions():
 def test_rules_agree_with_their_restatement_for_any_seed(episode_seed, sampler_seed):
     _, problems = compare(make_episode(episode_seed, 30), sampler_seed, 10)
     assert not problems, problems[:2]
+
+
+def test_first_violation_is_the_first_of_the_violations():
+    """The exact check's short cut (``first_violation`` stops at the first broken rule) names what ``violations``
+    names first, on the questions planted to break each rule and on every family's sampled questions (valid
+    ones: None)."""
+    seen: Counter = Counter()
+    for ep in family_episodes():
+        ctx = EpisodeContext(ep)
+        select = partial(selection, ctx)
+        asked = [(p.program, p.anchor) for p in planted_questions(ctx)]
+        asked += [
+            (r.program, r.structured_answer[0].anchor if r.grounded else None)
+            for r in sample_questions(ep, QuestionConfig(), derive_rng(0, "first", ep.episode_id))[0]
+        ]
+        for program, anchor in asked:
+            groups = evaluate_raw(ctx, program, select)
+            dropped = dropped_answers(ctx, program, select)
+            want = (violations(ctx, program, anchor, groups, select, dropped) or [None])[0]
+            assert first_violation(ctx, program, anchor, groups, select, dropped) == want, (ep.episode_id, program)
+            seen[want] += 1
+    assert seen[None] > 0 and len(seen) >= 5, seen
 
 
 # -- planted violations in the three world families -------------------------------------------------------
