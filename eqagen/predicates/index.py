@@ -18,7 +18,7 @@ import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
-from eqagen.predicates.context import EpisodeContext, spec_key
+from eqagen.predicates.context import EpisodeContext
 from eqagen.predicates.registry import REGISTRY, Anchored, CellRow, EpisodeSelections, cell_rows
 from eqagen.predicates.validity import event_entities, single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
@@ -61,7 +61,6 @@ class EpisodeIndex:
     family_of: list[int]  # index into ``families``
     keys: list[tuple[str, str]]  # the (family, key) pairs with at least one spec, sorted
     key_of: list[int]  # index into ``keys``
-    position_of: dict[tuple, int]  # ``spec_key`` -> index into ``specs``
     specs_at_cell: list[list[int]]  # per cell: the specs (ascending) that keep it
     layout: CellLayout
     rows: list[int]  # ``holds`` as ``bitsets`` ints
@@ -74,10 +73,6 @@ class EpisodeIndex:
     @property
     def n_cells(self) -> int:
         return int(self.ctx.cell_t.shape[0])
-
-    def positions(self, specs) -> list[int | None]:
-        """Each spec's position in ``specs`` (None: not a spec of this index), by content."""
-        return [self.position_of.get(spec_key(s)) for s in specs]
 
     def selection(self, spec: FilterSpec) -> Selection:
         """The spec's selection: its definition's, kept for the episode (``EpisodeSelections``)."""
@@ -277,7 +272,6 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         family_of=[families.index(s.family) for s in specs],
         keys=keys,
         key_of=key_of,
-        position_of={spec_key(s): i for i, s in enumerate(specs)},
         specs_at_cell=specs_by_cell(holds),
         layout=layout,
         rows=rows_to_ints(holds, layout),

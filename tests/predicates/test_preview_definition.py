@@ -12,7 +12,7 @@ import pytest
 from eqagen.core import Program, derive_rng
 from eqagen.generators.base import get_backend
 from eqagen.predicates import REGISTRY, Anchored, QuestionConfig, bitsets
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.evaluator import base_mask, combine, evaluate_raw
 from eqagen.predicates.index import EpisodeIndex, build_index, counts_events
 from eqagen.predicates.sampler import sample_programs
@@ -35,7 +35,8 @@ def union_select(index: EpisodeIndex):
 
 def compare(index: EpisodeIndex, program: Program) -> int:
     """Assert the preview equals the definition for one program; return 1 when compared."""
-    used = index.positions(program.filters)
+    position = {spec_key(s): i for i, s in enumerate(index.specs)}
+    used = [position[spec_key(f)] for f in program.filters]
     view, pv = index.view(program.query)
     sel = view.cells
     for i in used:
