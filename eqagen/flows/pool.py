@@ -13,7 +13,8 @@ The workers (:class:`WorkerPool`), by runner:
   before the run starts any thread of its own (Prefect's, the driver's), its processes are all forked at
   once by the creating thread, and each worker replaces its standard streams (a progress bar's thread may
   have held their locks at that instant). A worker dies with the run (``PR_SET_PDEATHSIG``), ignores
-  Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action.
+  Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action. What
+  it inherits is frozen out of its garbage collector (``gc.freeze``), as Python advises for forked workers.
 - ``dask``: a Dask cluster's workers behind ``distributed``'s executor (:mod:`eqagen.flows.runners`).
 - ``local``: threads of the run's own process (one interpreter lock: for debugging, not for speed); the
   finish then runs in the run's process.
@@ -25,6 +26,7 @@ where it runs, and the run's timeline tells its critical path and its serial tim
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -52,6 +54,11 @@ def _init_worker(parent_pid: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the run's handler would turn it into a failed job
     sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stderr = os.fdopen(os.dup(2), "w", buffering=1)
+    # What the worker inherits (the run's imports: some 100,000 objects) lives as long as it does: out of the
+    # cyclic collector's walks (Python's advice for forked workers), so a collection walks only what the units
+    # made, and the inherited pages stay shared. Measured (gc callbacks, 100 tag-eqa episodes' programs):
+    # collections took 3.0% of the unit's CPU, 1.7% with the freeze.
+    gc.freeze()
 
 
 class ForkedPool:

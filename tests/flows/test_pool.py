@@ -5,6 +5,7 @@ more; and the workers never outlive the run."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -179,6 +180,17 @@ def test_workers_die_with_a_killed_run_and_leave_ctrl_c_to_it() -> None:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
     wait_until(lambda: not any(alive(p) for p in workers), timeout=10)
+
+
+def test_a_forked_worker_leaves_what_it_inherits_out_of_the_collector() -> None:
+    """The run's imports, inherited at the fork, are frozen in each worker (``gc.freeze``): the worker's
+    collections walk only what its units make (without it, a full collection walks the whole inherited heap)."""
+    pool = ForkedPool(1)
+    try:
+        frozen = pool.executor.submit(gc.get_freeze_count).result(timeout=30)
+    finally:
+        pool.close(False)
+    assert frozen >= len(gc.get_objects()) // 2, f"{frozen} objects frozen in the worker"
 
 
 def test_closing_on_an_error_stops_busy_workers_at_once() -> None:
