@@ -18,9 +18,9 @@ import numpy as np
 
 from eqagen.core import FilterSpec, QuerySpec
 from eqagen.predicates.bitsets import BitView, CellLayout, Previewer, cell_layout, plane_rows, rows_to_ints
-from eqagen.predicates.context import EpisodeContext
+from eqagen.predicates.context import EpisodeContext, spec_key
 from eqagen.predicates.registry import REGISTRY, Anchored, CellRow, EpisodeSelections, cell_rows
-from eqagen.predicates.validity import event_entities, single_value
+from eqagen.predicates.validity import event_entities, opposite_spec, single_value
 from eqagen.predicates.vocabulary import load_vocabulary, priority, spec_text, type_text
 
 Selection = np.ndarray | Anchored
@@ -65,6 +65,8 @@ class EpisodeIndex:
     layout: CellLayout
     rows: list[int]  # ``holds`` as ``bitsets`` ints
     type_cells: dict[str, int]  # per type: the cells of its entities, as an int
+    entity_cells: list[int]  # per entity: its cells, as an int
+    opposite: list[int]  # per position spec: its ``validity.opposite_spec``'s index (-1: none holds here)
     views: dict[tuple[str, str, str], BitView]  # per ``view_key``: the query's cells and previews
     seeds: dict[tuple[str, str, str], SeedCells]  # per ``view_key``
     allowed: dict[tuple[str, str], list[bool]]  # per (query name, arg): the specs with no forbidden pair
@@ -81,6 +83,17 @@ class EpisodeIndex:
     def holding_at(self, cell: int, allowed: list[bool]) -> list[int]:
         """Specs (ascending) that keep ``cell`` and are ``allowed``."""
         return [j for j in self.specs_at_cell[cell] if allowed[j]]
+
+    def seen_opposite(self, spec: int, cell: int) -> bool:
+        """Whether the entity of ``cell`` stood in the relation opposite to position spec ``spec`` at some cell,
+        where the spec names one anchor (you, or an object with one instance): a question about it with that
+        filter would read it on both sides (``validity.indefinite_moment``, unless another filter leaves out
+        those steps). Where the spec names several instances, a row (their union) cannot tell whether the
+        object stood on both sides of the same one: False."""
+        opposite = self.opposite[spec]
+        if opposite < 0 or self.ambiguous[spec]:
+            return False
+        return bool(self.rows[opposite] & self.entity_cells[int(self.ctx.cell_e[cell])])
 
     def view(self, q: QuerySpec) -> tuple[BitView, Previewer]:
         """The query's view (its subject's cells only, where it has one) and its previewer."""
@@ -244,6 +257,17 @@ def allowed_by_query(
     return {qa: lists[k] for qa, k in by_keys.items()}
 
 
+def opposite_specs(specs: list[FilterSpec]) -> list[int]:
+    """Per spec: the index of its ``validity.opposite_spec`` among ``specs`` (position specs only; -1 where
+    there is none or it holds nowhere)."""
+    where = {spec_key(s): j for j, s in enumerate(specs)}
+    out = []
+    for s in specs:
+        opposite = opposite_spec(s) if s.family == "position" else None
+        out.append(-1 if opposite is None else where.get(spec_key(opposite), -1))
+    return out
+
+
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     selected = EpisodeSelections(ctx)
     found = satisfiable_specs(ctx, selected)
@@ -257,6 +281,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     queries = satisfiable_queries(ctx)
     all_queries = [q for qs in queries.values() for q in qs]
     type_rows = ctx.type_code[ctx.cell_e][None, :] == np.arange(len(ctx.type_names))[:, None]
+    entity_rows = ctx.cell_e[None, :] == np.arange(ctx.N)[:, None]
     key_code = {k: i for i, k in enumerate(keys)}
     key_of = [key_code[(s.family, s.key)] for s in specs]
     query_args = sorted({(q.name, q.arg) for q in all_queries})  # counting events: one per kind, alike here
@@ -276,6 +301,8 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         layout=layout,
         rows=rows_to_ints(holds, layout),
         type_cells=dict(zip(ctx.type_names.tolist(), rows_to_ints(type_rows, layout))),
+        entity_cells=rows_to_ints(entity_rows, layout),
+        opposite=opposite_specs(specs),
         views=build_views(ctx, all_queries, layout),
         seeds={view_key(q): seed_cells(ctx, q, shares) for q in all_queries},
         allowed=allowed_by_query(keys, key_of, query_args),

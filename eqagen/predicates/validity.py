@@ -195,12 +195,18 @@ def indefinite_moment(q: Asked) -> bool:
     return False
 
 
-def opposite_selection(q: Asked, spec: FilterSpec) -> np.ndarray | Anchored | None:
-    """The selection of the relation opposite to position filter ``spec`` (by its definition); None where
-    there is none ("behind you" is never seen)."""
+def opposite_spec(spec: FilterSpec) -> FilterSpec | None:
+    """The position filter of the relation opposite to position filter ``spec``; None where there is none
+    ("behind you" is never seen)."""
     if spec.value == AGENT and spec.key == "front":
         return None
-    return q.select(FilterSpec(spec.family, OPPOSITE[spec.key], spec.value))
+    return FilterSpec(spec.family, OPPOSITE[spec.key], spec.value)
+
+
+def opposite_selection(q: Asked, spec: FilterSpec) -> np.ndarray | Anchored | None:
+    """The selection of ``opposite_spec`` (by its definition); None where there is none."""
+    opposite = opposite_spec(spec)
+    return None if opposite is None else q.select(opposite)
 
 
 # -- answers the question gives away ------------------------------------------------------------------

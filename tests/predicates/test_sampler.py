@@ -180,7 +180,9 @@ def test_a_proposal_factor_makes_the_sampler_propose_more_of_its_type():
 def test_fixture_episodes_also_sample():
     ep = make_episode(11, 60)
     records, _ = sample_questions(ep, QuestionConfig(), derive_rng(0, "q", ep.episode_id))
-    assert len(records) >= 5  # a small fixture: few of its filters change an answer's values
+    # a small fixture: few of its filters change an answer's values, and its objects are seen on both sides of
+    # most anchors, where no position filter is proposed (``EpisodeIndex.seen_opposite``)
+    assert len(records) >= 4
 
 
 def test_an_episode_with_nothing_seen_asks_nothing():
