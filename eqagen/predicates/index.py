@@ -66,7 +66,7 @@ class EpisodeIndex:
     rows: list[int]  # ``holds`` as ``bitsets`` ints
     type_cells: dict[str, int]  # per type: the cells of its entities, as an int
     entity_cells: list[int]  # per entity: its cells, as an int
-    opposite: list[int]  # per position spec: its ``validity.opposite_spec``'s index (-1: none holds here)
+    opposite: list[int]  # per position spec naming one anchor: its ``validity.opposite_spec``'s index, else -1
     views: dict[tuple[str, str, str], BitView]  # per ``view_key``: the query's cells and previews
     seeds: dict[tuple[str, str, str], SeedCells]  # per ``view_key``
     allowed: dict[tuple[str, str], list[bool]]  # per (query name, arg): the specs with no forbidden pair
@@ -91,9 +91,7 @@ class EpisodeIndex:
         those steps). Where the spec names several instances, a row (their union) cannot tell whether the
         object stood on both sides of the same one: False."""
         opposite = self.opposite[spec]
-        if opposite < 0 or self.ambiguous[spec]:
-            return False
-        return bool(self.rows[opposite] & self.entity_cells[int(self.ctx.cell_e[cell])])
+        return opposite >= 0 and bool(self.rows[opposite] & self.entity_cells[int(self.ctx.cell_e[cell])])
 
     def view(self, q: QuerySpec) -> tuple[BitView, Previewer]:
         """The query's view (its subject's cells only, where it has one) and its previewer."""
@@ -257,13 +255,13 @@ def allowed_by_query(
     return {qa: lists[k] for qa, k in by_keys.items()}
 
 
-def opposite_specs(specs: list[FilterSpec]) -> list[int]:
-    """Per spec: the index of its ``validity.opposite_spec`` among ``specs`` (position specs only; -1 where
-    there is none or it holds nowhere)."""
+def opposite_specs(specs: list[FilterSpec], ambiguous: list[bool]) -> list[int]:
+    """Per spec: the index of its ``validity.opposite_spec`` among ``specs``, for position specs naming one
+    anchor (``EpisodeIndex.seen_opposite``); -1 for the others, or where the opposite holds nowhere."""
     where = {spec_key(s): j for j, s in enumerate(specs)}
     out = []
-    for s in specs:
-        opposite = opposite_spec(s) if s.family == "position" else None
+    for s, several in zip(specs, ambiguous):
+        opposite = opposite_spec(s) if s.family == "position" and not several else None
         out.append(-1 if opposite is None else where.get(spec_key(opposite), -1))
     return out
 
@@ -285,13 +283,14 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     key_code = {k: i for i, k in enumerate(keys)}
     key_of = [key_code[(s.family, s.key)] for s in specs]
     query_args = sorted({(q.name, q.arg) for q in all_queries})  # counting events: one per kind, alike here
+    ambiguous = [anchors is not None and len(anchors) >= 2 for _, (anchors, _) in found]
     return EpisodeIndex(
         ctx=ctx,
         queries=queries,
         specs=specs,
         selected=selected,
         holds=holds,
-        ambiguous=[anchors is not None and len(anchors) >= 2 for _, (anchors, _) in found],
+        ambiguous=ambiguous,
         priority=[spec_priority(s, shares) for s in specs],
         families=families,
         family_of=[families.index(s.family) for s in specs],
@@ -302,7 +301,7 @@ def build_index(ctx: EpisodeContext) -> EpisodeIndex:
         rows=rows_to_ints(holds, layout),
         type_cells=dict(zip(ctx.type_names.tolist(), rows_to_ints(type_rows, layout))),
         entity_cells=rows_to_ints(entity_rows, layout),
-        opposite=opposite_specs(specs),
+        opposite=opposite_specs(specs, ambiguous),
         views=build_views(ctx, all_queries, layout),
         seeds={view_key(q): seed_cells(ctx, q, shares) for q in all_queries},
         allowed=allowed_by_query(keys, key_of, query_args),

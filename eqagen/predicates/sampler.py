@@ -279,7 +279,7 @@ def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, r
     idx = candidates(index, config, index.holding_at(seed, allowed), used)
     # a position filter keeps the seed's object only where it was never seen on the other side of the anchor
     # (else the question would read it both ways: validity's indefinite_moment would reject it)
-    idx = [j for j in idx if not index.seen_opposite(j, seed)]
+    idx = [j for j in idx if index.opposite[j] < 0 or not index.seen_opposite(j, seed)]
     if q.name == "getState":  # the seed is in the answer: no moment named by its own event (validity)
         entity = int(index.ctx.cell_e[seed])
         idx = [j for j in idx if entity not in index.event_entities[j]]
