@@ -103,6 +103,9 @@ def to_egocentric(points: np.ndarray, agent_xyz: np.ndarray, agent_yaw: np.ndarr
     d = np.asarray(points, dtype=np.float64) - np.asarray(agent_xyz, dtype=np.float64)
     r = np.deg2rad(np.asarray(agent_yaw, dtype=np.float64))
     c, s = np.cos(r), np.sin(r)
-    right = d[..., 0] * c - d[..., 2] * s
-    forward = d[..., 2] * c + d[..., 0] * s
-    return np.stack([right, d[..., 1], forward], axis=-1)
+    x, z = d[..., 0], d[..., 2]
+    out = np.empty(np.broadcast_shapes(d.shape, (*np.shape(c), 3)))  # written in place: no stacking copy
+    np.subtract(x * c, z * s, out=out[..., 0])
+    out[..., 1] = d[..., 1]
+    np.add(z * c, x * s, out=out[..., 2])
+    return out

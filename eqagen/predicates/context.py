@@ -99,16 +99,22 @@ class EpisodeContext:
         entities = episode.entities
         names = sorted({k for a in entities.attributes for k in a})
         self.attributes: dict[str, np.ndarray] = {k: np.asarray(entities.attribute(k), dtype=object) for k in names}
-        kinds = sorted({c for caps in entities.capabilities for c in caps})
-        self.capabilities: dict[str, np.ndarray] = {c: entities.has_capability(c) for c in kinds}
+        self.capabilities: dict[str, np.ndarray] = capability_masks(entities.capabilities)
         # the distinct type names, sorted, and each entity's index among them
         self.type_names, self.type_code = np.unique(self.types.astype(str), return_inverse=True)
         # [T, N, 3] positions in the agent's frame at each step (x right, y up, z forward)
         self.ego: np.ndarray = to_egocentric(self.position, self.pose[:, None, :3], self.pose[:, None, 3])
+        # every observation (t, e), in step order, and where it was in the agent's frame ([O, 3]): what the
+        # relations to you read
+        self.obs_t, self.obs_e = np.nonzero(self.data)
+        flat_ego = self.ego.reshape(-1, 3)  # gathering rows by flat index is cheaper than [ts, es]
+        self.obs_ego: np.ndarray = flat_ego[self.obs_t * self.N + self.obs_e]
         # every ordered pair of distinct entities seen at the same step t, and e's offset from a in the
         # agent's frame at t ([P, 3]): what the situated relations read
-        self.pair_t, self.pair_e, self.pair_a = covisible_pairs(self.data)
-        self.pair_offset: np.ndarray = self.ego[self.pair_t, self.pair_e] - self.ego[self.pair_t, self.pair_a]
+        self.pair_t, self.pair_e, self.pair_a = covisible_pairs(self.obs_t, self.obs_e, self.T)
+        self.pair_offset: np.ndarray = (
+            flat_ego[self.pair_t * self.N + self.pair_e] - flat_ego[self.pair_t * self.N + self.pair_a]
+        )
         # (t, e) of every observation and of every event's (step, entity), sorted by entity then step: the
         # cells the sampler's index works on
         self.cell_t, self.cell_e = observation_and_event_cells(self.data, self.events)
@@ -170,10 +176,21 @@ class EpisodeContext:
         return (self.position[:, anchors, :] == named[None, :, :]).all(axis=2).T
 
 
-def covisible_pairs(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(t, e, a)`` for every ordered pair of distinct entities seen at the same step (vectorised)."""
-    ts, es = np.nonzero(data)  # sorted by step
-    counts = np.bincount(ts, minlength=data.shape[0])
+def capability_masks(capabilities: list[tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """Per capability any entity has (sorted): bool ``[N]``, the entities that have it (one pass over them)."""
+    out: dict[str, np.ndarray] = {}
+    for i, caps in enumerate(capabilities):
+        for c in caps:
+            if c not in out:
+                out[c] = np.zeros(len(capabilities), dtype=bool)
+            out[c][i] = True
+    return dict(sorted(out.items()))
+
+
+def covisible_pairs(ts: np.ndarray, es: np.ndarray, n_steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, e, a)`` for every ordered pair of distinct entities seen at the same step (vectorised), from the
+    observations ``(ts, es)`` sorted by step."""
+    counts = np.bincount(ts, minlength=n_steps)
     first = np.cumsum(counts) - counts
     partners = counts[ts]
     i = np.repeat(np.arange(ts.size), partners)

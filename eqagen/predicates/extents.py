@@ -32,8 +32,10 @@ def entity_boxes(types: np.ndarray, extent: Extent | None) -> tuple[np.ndarray, 
     n = len(types)
     half, bottom, top = np.zeros(n), np.zeros(n), np.zeros(n)
     mount = np.full(n, "loose", dtype=object)
-    for i, t in enumerate(types.tolist()):
-        box = extent(t) if extent else None
+    names = types.tolist()
+    boxes = {t: extent(t) for t in set(names)} if extent else {}  # one lookup per type, not per entity
+    for i, t in enumerate(names):
+        box = boxes.get(t)
         if box is not None:
             half[i], bottom[i], top[i], mount[i] = box[0] / 2, box[1], box[2], box[3]
     return half, bottom, top, mount
@@ -77,11 +79,14 @@ def enclosed_parts(position: np.ndarray, bottom: np.ndarray, top: np.ndarray, ho
 
 def units(parent: np.ndarray, host: np.ndarray) -> np.ndarray:
     """``[T, N]`` each entity's unit at each step: up its receptacle chain to the top, then to that one's host."""
-    root = np.broadcast_to(np.arange(parent.shape[1]), parent.shape).copy()
-    rows = np.arange(parent.shape[0])[:, None]
+    n_steps, n = parent.shape
+    root = np.broadcast_to(np.arange(n), parent.shape).copy()
+    step_base = (np.arange(n_steps) * n)[:, None]  # parent[t, root] read by flat index: cheaper than [rows, root]
+    flat = parent.reshape(-1)
     for _ in range(MAX_DEPTH):
-        up = parent[rows, root]
-        if not (up >= 0).any():
+        up = flat[step_base + root]
+        held = up >= 0
+        if not held.any():
             break
-        root = np.where(up >= 0, up, root)
+        root = np.where(held, up, root)
     return host[root]

@@ -285,12 +285,11 @@ def type_codes_of(ctx: EpisodeContext, type_names: list[str]) -> np.ndarray:
 def agent_relation(ctx: EpisodeContext, key: str) -> np.ndarray:
     """``[T, N]``: e is seen at that step and to your left/right (egocentric x beyond ``agent_side``) or in
     front of you (ahead, within ``agent_side`` of your line of sight)."""
-    t, e = np.nonzero(ctx.data)
-    x, z = ctx.ego[t, e, 0], ctx.ego[t, e, 2]  # at the observations only: the relation is read nowhere else
+    x, z = ctx.obs_ego[:, 0], ctx.obs_ego[:, 2]  # at the observations only: the relation is read nowhere else
     side = param(ctx, "agent_side")
     rel = {"left": lambda: x < -side, "right": lambda: x > side, "front": lambda: (np.abs(x) <= side) & (z > 0)}
     out = np.zeros((ctx.T, ctx.N), dtype=bool)
-    out[t, e] = rel[key]()
+    out[ctx.obs_t, ctx.obs_e] = rel[key]()
     return out
 
 
