@@ -286,7 +286,8 @@ def ask_batch(
     from eqagen.templates.records import make_records
 
     start = time.perf_counter()
-    table = pq.read_table(Path(store_root) / batch_name / "episodes.parquet", schema=EPISODES_SCHEMA)
+    # one thread: the unit has its worker's core, the other workers the others (3 ms less of 14 per batch here)
+    table = pq.read_table(Path(store_root) / batch_name / "episodes.parquet", schema=EPISODES_SCHEMA, use_threads=False)
     wanted = {a.episode_id for a in asks}
     episodes = {r["episode_id"]: r for r in table.to_pylist() if r["episode_id"] in wanted}
     contexts = {}  # per episode: its context and the selections its asks have needed so far
