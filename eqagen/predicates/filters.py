@@ -229,10 +229,10 @@ OPPOSITE = {"left": "right", "right": "left", "front": "behind", "behind": "fron
 AGENT = "you"
 
 
-def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray) -> np.ndarray:
-    """Bool per co-visible pair (indices into ``ctx.pair_t, pair_e, pair_a``): at step t, e is within
-    ``near_radius`` of a horizontally (x-z plane), and left of / right of / in front of (nearer along the
-    view) / behind (farther along it) a in the agent's view at t by more than ``side_margin``."""
+def relative_holds(ctx: EpisodeContext, key: str, pairs: np.ndarray | slice) -> np.ndarray:
+    """Bool per co-visible pair (indices into ``ctx.pair_t, pair_e, pair_a``, or a slice of them): at step t, e
+    is within ``near_radius`` of a horizontally (x-z plane), and left of / right of / in front of (nearer along
+    the view) / behind (farther along it) a in the agent's view at t by more than ``side_margin``."""
     d = ctx.pair_offset[pairs]
     near = d[:, 0] ** 2 + d[:, 2] ** 2 <= param(ctx, "near_radius") ** 2
     side = {"left": lambda: -d[:, 0], "right": lambda: d[:, 0], "front": lambda: -d[:, 2], "behind": lambda: d[:, 2]}
@@ -261,7 +261,7 @@ def pair_stack(ctx: EpisodeContext, anchors: np.ndarray, pairs: np.ndarray) -> n
 
 def holding_pairs(ctx: EpisodeContext, key: str) -> np.ndarray:
     """The co-visible pairs (ascending indices) in relation ``key``: ``relative_holds`` over every pair."""
-    return np.flatnonzero(relative_holds(ctx, key, np.arange(ctx.pair_a.size)))
+    return np.flatnonzero(relative_holds(ctx, key, slice(None)))  # a slice reads the offsets without copying them
 
 
 def instances_of(ctx: EpisodeContext, codes: np.ndarray) -> list[np.ndarray]:
