@@ -160,7 +160,7 @@ def vertical_values(ctx: EpisodeContext, key: str) -> list[FilterSpec]:
     """``above``/``under`` specs: the types of the observed entities that some observation is above (under),
     by ``above_under``'s rule at the observations only."""
     anchors = np.flatnonzero(ctx.observed)
-    t, e = np.nonzero(ctx.data)
+    t, e = ctx.obs_t, ctx.obs_e
     held = vertical_relation(ctx, key, t[:, None], e[:, None], anchors[None, :]) & ctx.where_named(anchors).T[t]
     return _specs("location", key, ctx.types[anchors[held.any(axis=0)]].tolist())
 
@@ -179,7 +179,7 @@ VERTICAL_KEYS = ("above", "under")
 def held_observations(ctx: EpisodeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The observations of held entities: steps, entities, holders, and whether each holder encloses what it
     holds."""
-    ts, es = np.nonzero(ctx.data)
+    ts, es = ctx.obs_t, ctx.obs_e
     ps = ctx.parent[ts, es]
     held = ps >= 0
     ts, es, ps = ts[held], es[held], ps[held]
