@@ -272,7 +272,8 @@ def prefer_common(index: EpisodeIndex, found: list[Candidate], prefer: bool, con
 
 
 def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, rng, more: int) -> int:
-    """Index of one more spec that holds at the seed and keeps every filter effective, from a family
+    """Index of one more spec that holds at the seed and keeps every filter effective (a position spec naming
+    one anchor: only where the seed's object was never seen on the other side of it), from a family
     chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
     it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
     answers within the size limits."""
