@@ -271,19 +271,24 @@ def prefer_common(index: EpisodeIndex, found: list[Candidate], prefer: bool, con
     return common if common and rng.random() < config.shared_vocabulary else found
 
 
-def choose_filter(index, state: SamplingState, config, q, used, seed, allowed, rng, more: int) -> int:
-    """Index of one more spec that holds at the seed and keeps every filter effective (a position spec naming
-    one anchor: only where the seed's object was never seen on the other side of it), from a family
-    chosen by deficit among those that have one; -1 when none has. With ``more`` filters still to come,
-    it keeps as many cells as it can, so that they have something left to narrow; the last one prefers
-    answers within the size limits."""
-    idx = candidates(index, config, index.holding_at(seed, allowed), used)
-    # a position filter keeps the seed's object only where it was never seen on the other side of the anchor
-    # (else the question would read it both ways: validity's indefinite_moment would reject it)
-    idx = [j for j in idx if index.opposite[j] < 0 or not index.seen_opposite(j, seed)]
-    if q.name == "getState":  # the seed is in the answer: no moment named by its own event (validity)
+def seed_candidates(index: EpisodeIndex, q: QuerySpec, seed: int, allowed: list[bool]) -> list[int]:
+    """The specs (ascending) that may filter a question about the seed: allowed with the query, keeping the
+    seed's cell, a position spec naming one anchor only where the seed's object was never seen on the other
+    side of it (else the question would read it both ways: validity's indefinite_moment would reject it),
+    and, for getState (the seed is in the answer), no moment named by the seed's own event (validity)."""
+    idx = [j for j in index.holding_at(seed, allowed) if index.opposite[j] < 0 or not index.seen_opposite(j, seed)]
+    if q.name == "getState":
         entity = int(index.ctx.cell_e[seed])
         idx = [j for j in idx if entity not in index.event_entities[j]]
+    return idx
+
+
+def choose_filter(index, state: SamplingState, config, q, used, held: list[int], rng, more: int) -> int:
+    """Index of one more spec among the seed's candidates ``held`` (``seed_candidates``) that keeps every filter
+    effective, from a family chosen by deficit among those that have one; -1 when none has. With ``more``
+    filters still to come, it keeps as many cells as it can, so that they have something left to narrow; the
+    last one prefers answers within the size limits."""
+    idx = candidates(index, config, held, used)
     if not used:
         found = first_candidates(index, state, q, idx)
     else:
@@ -326,16 +331,17 @@ def too_many_left(index: EpisodeIndex, q: QuerySpec, used: list[int], limit: int
     return pv.preview(selection_bits(index, view, used)).size > limit
 
 
-def build_filters(index, state, config, q, seed, n, allowed, rng) -> list[int]:
-    """Up to ``n`` filters; one more (within 4) when the answer would still list too many entities."""
+def build_filters(index, state, config, q, held: list[int], n, rng) -> list[int]:
+    """Up to ``n`` filters among the seed's candidates ``held``; one more (within 4) when the answer would still
+    list too many entities."""
     used: list[int] = []
     for k in range(n):
-        i = choose_filter(index, state, config, q, used, seed, allowed, rng, more=n - k - 1)
+        i = choose_filter(index, state, config, q, used, held, rng, more=n - k - 1)
         if i < 0:
             break
         used.append(i)
     if len(used) == n < 4 and too_many_left(index, q, used, answer_limit(q, config)):
-        i = choose_filter(index, state, config, q, used, seed, allowed, rng, more=0)
+        i = choose_filter(index, state, config, q, used, held, rng, more=0)
         if i >= 0:
             used.append(i)
     return used
@@ -370,11 +376,11 @@ def propose(index: EpisodeIndex, state: SamplingState, config: QuestionConfig, r
     # changes nothing for the subject either: with no first filter here, neither build below can start.
     if not first_candidates(index, state, q, index.holding_at(seed, allowed)):
         return "no_satisfiable_filter"
-    asked = with_subject(q, subject)
-    used = build_filters(index, state, config, asked, seed, n, allowed, rng)
+    asked, held = with_subject(q, subject), seed_candidates(index, q, seed, allowed)
+    used = build_filters(index, state, config, asked, held, n, rng)
     if not used and subject is not None:  # nothing narrows this subject: ask about any object instead
         asked = q
-        used = build_filters(index, state, config, q, seed, n, allowed, rng)
+        used = build_filters(index, state, config, q, held, n, rng)
     if not used:
         return "no_satisfiable_filter"
     if len(used) < n:  # a shorter program would count against another number's share: the mix drifts to it
