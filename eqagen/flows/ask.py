@@ -292,12 +292,14 @@ def ask_batch(
     episodes = {r["episode_id"]: r for r in table.to_pylist() if r["episode_id"] in wanted}
     contexts = {}  # per episode: its context and the selections its asks have needed so far
     records, rejected = [], Counter()
+    spec, program = None, None
     for a in asks:
         if a.episode_id not in contexts:
             ctx = context_for(episode_from_row(episodes[a.episode_id]))
             contexts[a.episode_id] = (ctx, EpisodeSelections(ctx))
         ctx, select = contexts[a.episode_id]
-        program = Program.from_dict(a.spec)
+        if a.spec != spec:  # a proposal's asks come one after another (``plan_round``): read its program once
+            spec, program = a.spec, Program.from_dict(a.spec)
         verdict = ask(ctx, program, questions, select)
         if isinstance(verdict, str):
             rejected[verdict] += 1
