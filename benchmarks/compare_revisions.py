@@ -35,7 +35,8 @@ def worktree(rev: str, where: Path) -> Path:
     proc = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(where), rev],
                           capture_output=True, text=True, check=False)  # fmt: skip
     if proc.returncode != 0:
-        raise SystemExit(f"compare_revisions: cannot check out {rev}: {proc.stderr.strip().splitlines()[-1]}")
+        why = (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
+        raise SystemExit(f"compare_revisions: cannot check out {rev}: {why}")
     return where
 
 
@@ -48,7 +49,10 @@ def imports_from(tree: Path) -> Path:
     must be the worktree's, not an installed copy."""
     code = "import eqagen, pathlib; print(pathlib.Path(eqagen.__file__).resolve().parent)"
     out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=environment(tree), capture_output=True,
-                         text=True, check=True)  # fmt: skip
+                         text=True, check=False)  # fmt: skip
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"compare_revisions: cannot import eqagen from {tree}: {why}")
     return Path(out.stdout.strip())
 
 
