@@ -271,12 +271,13 @@ def prefer_common(index: EpisodeIndex, found: list[Candidate], prefer: bool, con
     return common if common and rng.random() < config.shared_vocabulary else found
 
 
-def seed_candidates(index: EpisodeIndex, q: QuerySpec, seed: int, allowed: list[bool]) -> list[int]:
-    """The specs (ascending) that may filter a question about the seed: allowed with the query, keeping the
-    seed's cell, a position spec naming one anchor only where the seed's object was never seen on the other
-    side of it (else the question would read it both ways: validity's indefinite_moment would reject it),
-    and, for getState (the seed is in the answer), no moment named by the seed's own event (validity)."""
-    idx = [j for j in index.holding_at(seed, allowed) if index.opposite[j] < 0 or not index.seen_opposite(j, seed)]
+def seed_candidates(index: EpisodeIndex, q: QuerySpec, seed: int, holding: list[int]) -> list[int]:
+    """Of the specs ``holding`` at the seed (``EpisodeIndex.holding_at``, allowed with the query), those that may
+    filter a question about it: a position spec naming one anchor only where the seed's object was never seen
+    on the other side of it (else the question would read it both ways: validity's indefinite_moment would
+    reject it), and, for getState (the seed is in the answer), no moment named by the seed's own event
+    (validity)."""
+    idx = [j for j in holding if index.opposite[j] < 0 or not index.seen_opposite(j, seed)]
     if q.name == "getState":
         entity = int(index.ctx.cell_e[seed])
         idx = [j for j in idx if entity not in index.event_entities[j]]
@@ -371,12 +372,12 @@ def propose(index: EpisodeIndex, state: SamplingState, config: QuestionConfig, r
         return "no_seed"
     n = choose_n_filters(state, config, rng)
     subject = choose_subject(index, q, seed, n, config, rng)
-    allowed = index.allowed[(q.name, q.arg)]
+    holding = index.holding_at(seed, index.allowed[(q.name, q.arg)])
     # A subject's view holds whole entities of the view without one, so a spec that changes nothing there
     # changes nothing for the subject either: with no first filter here, neither build below can start.
-    if not first_candidates(index, state, q, index.holding_at(seed, allowed)):
+    if not first_candidates(index, state, q, holding):
         return "no_satisfiable_filter"
-    asked, held = with_subject(q, subject), seed_candidates(index, q, seed, allowed)
+    asked, held = with_subject(q, subject), seed_candidates(index, q, seed, holding)
     used = build_filters(index, state, config, asked, held, n, rng)
     if not used and subject is not None:  # nothing narrows this subject: ask about any object instead
         asked = q
