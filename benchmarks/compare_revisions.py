@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="tag-eqa")
     parser.add_argument("--json", type=Path, help="also write the pairs and the summary here")
     args = parser.parse_args(argv)
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
     with tempfile.TemporaryDirectory(prefix="eqagen-compare-") as tmp:
         root = Path(tmp)
         trees = []
