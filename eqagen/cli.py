@@ -189,14 +189,15 @@ def _run(config: PipelineConfig, out_dir: Path, on_batch: Any, log: RunLog, on_s
         from eqagen.flows.pipeline import generate_inline
 
         return generate_inline(config, out_dir, on_batch=on_batch, on_stage=on_stage)
-    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port, sigterm_as_exit
+    from eqagen.flows.server import LocalPrefectServer, apply_prefect_environment, free_port
+    from eqagen.flows.signals import signals_as_exceptions
     from eqagen.outputs.folder import state_dir
 
     started = time.perf_counter()
     home, port = state_dir(out_dir) / "prefect", free_port()
     apply_prefect_environment(home, port)  # before prefect is imported
     server = LocalPrefectServer(home, port, notify=log.note, fail=log.error)
-    with sigterm_as_exit():
+    with signals_as_exceptions():
         try:
             server.launch()  # the server boots while this process imports Prefect and the stages
             from eqagen.flows.run import run_with_prefect
@@ -235,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit status (:data:`EXIT_STATUSES`)."""
-    from eqagen.flows.server import sigterm_as_exit
+    from eqagen.flows.signals import signals_as_exceptions
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     resumes = "; run the same command again to resume" if args.command in ("generate", "paraphrase", "resplit") else ""
     try:
-        with sigterm_as_exit():
+        with signals_as_exceptions():
             status = int(args.func(args) or 0)
             sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
             return status

@@ -94,3 +94,17 @@ def malformed_file(path: object, field: str | None, fix: str | None = None) -> I
             where = f"{field}.{err.args[0]}" if field else str(err.args[0])
         detail = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:200]
         raise DataFileError(path, where, f"malformed ({type(err).__name__}: {detail})", fix) from err
+
+
+def errors_in_chain(err: BaseException | None) -> Iterator[BaseException]:
+    """``err`` (nothing if None), then its causes and contexts and its exception groups' members, each once,
+    nearest first."""
+    todo: list[BaseException | None] = [err]
+    seen: list[BaseException] = []
+    while todo:
+        current = todo.pop(0)
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        yield current
+        todo += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]

@@ -10,8 +10,9 @@ The workers (:class:`WorkerPool`), by runner:
 
 - ``processes``: :class:`ForkedPool`, processes forked from the run once its imports are done, so they
   start warm (no import at all) and share those pages with it. Forking is safe here: the pool is made
-  before the run starts any thread of its own (Prefect's, the driver's), its processes are all forked at
-  once by the creating thread, and each worker replaces its standard streams (a progress bar's thread may
+  before the run starts any thread of its own (Prefect's, the driver's; the signal helper of
+  :mod:`eqagen.flows.signals` waits in ``select`` holding nothing), its processes are all forked at once
+  by the creating thread, and each worker replaces its standard streams (a progress bar's thread may
   have held their locks at that instant). A worker dies with the run (``PR_SET_PDEATHSIG``), ignores
   Ctrl-C from the moment it is forked (the run stops the pool), and takes SIGTERM's default action. What
   it inherits is frozen out of its garbage collector (``gc.freeze``), as Python advises for forked workers.

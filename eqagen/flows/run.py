@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eqagen.config import PipelineConfig
+from eqagen.core.errors import errors_in_chain
 from eqagen.flows import pipeline, runners
 from eqagen.flows.pool import RunDriver
-from eqagen.flows.server import LocalPrefectServer, sigterm_as_exit
+from eqagen.flows.server import LocalPrefectServer
+from eqagen.flows.signals import signals_as_exceptions
 from eqagen.flows.timeline import SectionListener, Timeline
 from eqagen.paraphrase.stage import check_paraphrase_endpoint
 
@@ -73,19 +75,6 @@ def full_disk_code(error: BaseException) -> int | None:
     if not isinstance(error, OSError):
         return None
     return next((c for c in FULL_DISK_ERRNOS if error.errno == c or os.strerror(c) in str(error)), None)
-
-
-def errors_in_chain(err: BaseException) -> Iterator[BaseException]:
-    """``err``, then its causes and contexts and its exception groups' members, each once, nearest first."""
-    todo: list[BaseException | None] = [err]
-    seen: list[BaseException] = []
-    while todo:
-        current = todo.pop(0)
-        if current is None or any(current is s for s in seen):
-            continue
-        seen.append(current)
-        yield current
-        todo += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
 
 
 def full_disk_error(err: BaseException) -> OSError | None:
@@ -159,7 +148,7 @@ def run_with_prefect(
     ctx = pipeline.make_context(config, Path(out_dir))
     summary = pipeline.RunSummary(Path(out_dir), runner=config.runner.kind)
     recorder = FlowThread()
-    with sigterm_as_exit(), full_disk_said(Path(out_dir), server.home), contextlib.ExitStack() as stack:
+    with signals_as_exceptions(), full_disk_said(Path(out_dir), server.home), contextlib.ExitStack() as stack:
         stack.callback(server.stop)  # last: the workers below are stopped first
         stack.callback(recorder.join, FLOW_END_TIMEOUT_S)  # the flow records its end while the server answers
         if server.process is None:

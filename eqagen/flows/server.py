@@ -9,7 +9,7 @@ itself, with:
   directory's ``.eqagen/prefect``), never the user's;
 - ``PR_SET_PDEATHSIG`` (Linux): the kernel kills the server the moment the run's process dies,
   however it dies (SIGKILL included);
-- a SIGTERM handler in the run that turns the signal into an orderly exit through ``stop``;
+- the run's SIGTERM and Ctrl-C handling (:mod:`eqagen.flows.signals`): an orderly exit through ``stop``;
 - a watchdog thread: a server that dies while the run needs it (killed, out of memory) is started again
   on the same port and database, with a note, before Prefect's client has given up retrying (about a
   minute); after :data:`MAX_RESTARTS` restarts, or when one fails, the run ends at once with one line
@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import quote, urlparse
@@ -366,29 +366,3 @@ class LocalPrefectServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@contextlib.contextmanager
-def sigterm_as_exit() -> Iterator[None]:
-    """Within the block, SIGTERM raises SystemExit(143) so ``finally`` clauses stop the server. Code the signal
-    interrupted may turn that SystemExit into an error of its own (pydantic's serializers do): once SIGTERM
-    was received, any error leaving the block is SystemExit(143), caused by that error."""
-    received = threading.Event()
-
-    def handler(signum: int, frame: object) -> None:
-        received.set()
-        raise SystemExit(128 + signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    except Exception as error:
-        if received.is_set():
-            raise SystemExit(128 + signal.SIGTERM) from error
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)

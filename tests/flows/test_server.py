@@ -1,4 +1,4 @@
-"""The server's lifetime guards, without starting Prefect: a child dies with its parent; SIGTERM exits."""
+"""The server's lifetime guards, without starting Prefect: a child dies with its parent."""
 
 from __future__ import annotations
 
@@ -41,36 +41,6 @@ def test_server_child_dies_when_its_parent_is_killed() -> None:
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child), "the child outlived its SIGKILLed parent"
-
-
-def test_sigterm_becomes_an_orderly_exit() -> None:
-    stopped = []
-    with pytest.raises(SystemExit) as done, server.sigterm_as_exit():
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)
-        finally:
-            stopped.append(True)
-    assert done.value.code == 128 + signal.SIGTERM and stopped == [True]
-    assert signal.getsignal(signal.SIGTERM) is not None
-
-
-def test_sigterm_stays_an_orderly_exit_when_the_interrupted_code_turns_it_into_another_error() -> None:
-    """Seen by hand: a SIGTERM that landed in a pydantic serializer became a PydanticSerializationError, and
-    the command said "internal error" with exit 1 instead of "terminated" with 143."""
-
-    def serializer_of_a_library() -> None:  # pydantic-core wraps what a Python serializer raises
-        try:
-            os.kill(os.getpid(), signal.SIGTERM)
-            time.sleep(5)
-        except BaseException as error:
-            raise ValueError(f"Error calling function: {error!r}") from None
-
-    with pytest.raises(SystemExit) as done, server.sigterm_as_exit():
-        serializer_of_a_library()
-    assert done.value.code == 128 + signal.SIGTERM and isinstance(done.value.__cause__, ValueError)
-    with pytest.raises(ValueError), server.sigterm_as_exit():  # without a SIGTERM, errors stay what they are
-        raise ValueError("a bug")
 
 
 def test_prefect_settings_point_under_the_chosen_home(tmp_path) -> None:
