@@ -5,7 +5,8 @@ places broke runs:
 
 - an import: importlib's module-lock callback raised after taking the global import lock and before its
   ``try``, so the lock stayed held; every other thread's next import then waited for ever, the exit was
-  lost with it, and a run under SIGTERM hung until killed (found by CI, reproduced 1 time in 60);
+  lost with it, and a run under SIGTERM hung until killed (found by CI; here 4 of 48 SIGTERMs sent while the
+  run imported Prefect hung);
 - Python code that C calls back and whose exceptions C only reports (pydantic's ``Exception ignored in:
   'SecretStr'``): the exit was lost and the run went on (2 times in 40, SIGTERM during Prefect's import).
 
@@ -81,6 +82,8 @@ class _Resender:
         self._lock = threading.Lock()  # sending against closing: no signal once the block has ended
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
+        self._poll = select.poll()  # not select.select: it refuses descriptors above 1023
+        self._poll.register(self._read, select.POLLIN)
         self._thread = threading.Thread(target=self._run, name="eqagen-signals", daemon=True)
         self._thread.start()
 
@@ -94,8 +97,8 @@ class _Resender:
     def _run(self) -> None:
         while True:
             due = self._due
-            timeout = None if due is None else max(0.0, due[0] - time.monotonic())
-            if select.select([self._read], [], [], timeout)[0]:
+            timeout_ms = None if due is None else max(0.0, due[0] - time.monotonic()) * 1000
+            if self._poll.poll(timeout_ms):
                 os.read(self._read, 4096)
                 if self._closed:
                     return

@@ -165,3 +165,20 @@ def test_a_sigterm_anywhere_in_prefects_import_ends_it_with_the_import_lock_free
     proc = subprocess.run([sys.executable, "-c", DURING_PREFECTS_IMPORT, str(delay)], capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
     assert proc.stdout.strip() == f"exit {TERMINATED}", proc.stdout + proc.stderr[-2000:]
+
+
+def test_a_swallowed_exit_is_raised_again_in_a_process_holding_many_descriptors() -> None:
+    """select.select refuses descriptors above 1023: the helper thread would die and a lost exit stay lost."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"this process may open only {hard} files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]
+    try:
+        test_an_exit_that_code_swallowed_is_raised_again()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
