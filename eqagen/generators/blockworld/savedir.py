@@ -239,9 +239,14 @@ def _section_ids(path: Path, where: str, sec, palette: Palette) -> tuple[int, np
         raise DataFileError(
             path, f"{where}.{data_key}", f"missing though the palette has {len(local)} entries", "the chunk is corrupt"
         )
+    data = states[data_key]
+    if not isinstance(data, nbtlib.LongArray):  # a float or int list would be cast to indices silently
+        raise DataFileError(
+            path, f"{where}.{data_key}", f"a {type(data).__name__} tag, not a LongArray", "the chunk is corrupt"
+        )
     bits = anvil.bits_for(len(local), 4)
     try:
-        idx = anvil.unpack_indices(np.asarray(states[data_key]), bits, 4096)
+        idx = anvil.unpack_indices(np.asarray(data), bits, 4096)
     except ValueError as err:
         raise DataFileError(path, f"{where}.{data_key}", str(err), "the chunk is corrupt or pre-1.16") from None
     if idx.max() >= len(local):

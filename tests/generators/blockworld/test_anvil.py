@@ -156,6 +156,24 @@ def test_palette_index_out_of_range(tmp_path):
     assert err.value.field == "chunk (0, 0).sections[0].data"
 
 
+@pytest.mark.parametrize(
+    "data",
+    [nbtlib.List[nbtlib.Double]([nbtlib.Double(float("nan"))] * 256), nbtlib.IntArray([0] * 256)],
+    ids=["doubles", "ints"],
+)
+def test_section_data_of_another_tag_type_is_refused_naming_the_field(tmp_path, data):
+    """Found by the region fuzz test: a list of doubles (NaN) was cast to palette indices, with numpy's
+    "invalid value encountered in cast" as the only sign."""
+    world = generate_world("plains", 0)
+    chunks = __import__("eqagen.generators.blockworld.savedir", fromlist=["x"]).world_chunks(world)
+    chunks[(0, 0)]["sections"][0]["block_states"]["data"] = data
+    (tmp_path / "w" / "region").mkdir(parents=True)
+    anvil.write_region(tmp_path / "w" / "region" / "r.0.0.mca", {(0, 0): chunks[(0, 0)]})
+    with pytest.raises(DataFileError, match="not a LongArray") as err:
+        read_save(tmp_path / "w")
+    assert err.value.field == "chunk (0, 0).sections[0].data"
+
+
 def test_corrupt_level_dat_and_missing_regions(tmp_path):
     _save(tmp_path)
     (tmp_path / "w" / "level.dat").write_bytes(gzip.compress(b"\x0a\x00"))
