@@ -87,3 +87,21 @@ def test_vocabulary_from_the_index_equals_the_listed_values():
     for ep in household_episodes(30) + family_episodes():
         ctx = context_for(ep)
         assert episode_names(ctx, build_index(ctx).specs) == episode_names(ctx), ep.episode_id
+
+
+def test_the_specs_holding_at_a_cell_are_those_whose_row_keeps_it():
+    """``holding_at`` (a column of ``holds``, read when a proposal asks) lists, ascending, exactly the allowed
+    specs whose definition keeps the cell; and the index lists every spec whose definition keeps a cell, and
+    no other (``satisfiable_specs`` tests every row in one call)."""
+    for ep in household_episodes(6) + family_episodes():
+        ctx = context_for(ep)
+        index = build_index(ctx)
+        rows = [cell_row(ctx, selection(ctx, spec))[1] for spec in index.specs]
+        assert all(row.any() for row in rows), ep.episode_id
+        listed = {(f, k): list(REGISTRY.filter(f, k).values(ctx, k)) for f, k in filter_keys(ctx)}
+        keeping = [s for (f, k), specs in listed.items() for s in specs if cell_row(ctx, selection(ctx, s))[1].any()]
+        assert index.specs == keeping, ep.episode_id
+        for allowed in index.allowed.values():
+            for cell in range(0, index.n_cells, 7):
+                want = [j for j, row in enumerate(rows) if row[cell] and allowed[j]]
+                assert index.holding_at(cell, allowed) == want, (ep.episode_id, cell)
