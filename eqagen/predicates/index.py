@@ -135,11 +135,11 @@ def satisfiable_specs(ctx: EpisodeContext, kept: EpisodeSelections) -> list[tupl
     out = []
     for family, key in filter_keys(ctx):
         specs = list(REGISTRY.filter(family, key).values(ctx, key))
-        found = cell_rows(ctx, family, key, specs, kept)
-        if not found:
+        rows = cell_rows(ctx, family, key, specs, kept)
+        if not rows:
             continue
-        keeps = np.array([row for _, row in found], dtype=bool).any(axis=1).tolist()  # one call, not one per spec
-        out += [(spec, row) for spec, row, keep in zip(specs, found, keeps) if keep]
+        keeps = np.array([row for _, row in rows], dtype=bool).any(axis=1).tolist()  # one call, not one per spec
+        out += [(spec, found) for spec, found, keep in zip(specs, rows, keeps) if keep]
     return out
 
 
