@@ -129,18 +129,19 @@ def filter_keys(ctx: EpisodeContext) -> list[tuple[str, str]]:
     return [(family, key) for family in support.filters for key in REGISTRY.filter_keys(support, family)]
 
 
-def satisfiable_specs(ctx: EpisodeContext, kept: EpisodeSelections) -> list[tuple[FilterSpec, CellRow]]:
+def satisfiable_specs(
+    ctx: EpisodeContext, kept: EpisodeSelections
+) -> tuple[list[tuple[FilterSpec, CellRow]], np.ndarray]:
     """Every spec the world family's ``values`` lists that keeps some cell, with its anchors and row
-    (``registry.cell_rows``: the selections it computes are ``kept``)."""
-    out = []
+    (``registry.cell_rows``: the selections it computes are ``kept``), and those rows stacked (bool ``[C, K]``,
+    the index's ``holds``): every row stacked once, and tested in one call."""
+    listed: list[tuple[FilterSpec, CellRow]] = []
     for family, key in filter_keys(ctx):
         specs = list(REGISTRY.filter(family, key).values(ctx, key))
-        rows = cell_rows(ctx, family, key, specs, kept)
-        if not rows:
-            continue
-        keeps = np.array([row for _, row in rows], dtype=bool).any(axis=1).tolist()  # one call, not one per spec
-        out += [(spec, found) for spec, found, keep in zip(specs, rows, keeps) if keep]
-    return out
+        listed += zip(specs, cell_rows(ctx, family, key, specs, kept))
+    rows = np.array([row for _, (_, row) in listed], dtype=bool).reshape(len(listed), ctx.cell_t.size)
+    keep = rows.any(axis=1)
+    return [found for found, k in zip(listed, keep.tolist()) if k], rows[keep]
 
 
 def allowed_keys(probes: list[FilterSpec], q: QuerySpec) -> tuple[bool, ...]:
@@ -266,9 +267,8 @@ def opposite_specs(specs: list[FilterSpec], ambiguous: list[bool]) -> list[int]:
 
 def build_index(ctx: EpisodeContext) -> EpisodeIndex:
     selected = EpisodeSelections(ctx)
-    found = satisfiable_specs(ctx, selected)
+    found, holds = satisfiable_specs(ctx, selected)
     specs = [s for s, _ in found]
-    holds = np.array([row for _, (_, row) in found], dtype=bool).reshape(len(found), ctx.cell_t.size)
     keys = sorted({(s.family, s.key) for s in specs})
     families = sorted({f for f, _ in keys})
     shares = shared_vocabulary(ctx)

@@ -242,7 +242,7 @@ def _section_ids(path: Path, where: str, sec, palette: Palette) -> tuple[int, np
     data = states[data_key]
     if not isinstance(data, nbtlib.LongArray):  # a float or int list would be cast to indices silently
         raise DataFileError(
-            path, f"{where}.{data_key}", f"a {type(data).__name__} tag, not a LongArray", "the chunk is corrupt"
+            path, f"{where}.{data_key}", f"a tag of type {type(data).__name__}, not a LongArray", "the chunk is corrupt"
         )
     bits = anvil.bits_for(len(local), 4)
     try:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from eqagen.core import DataFileError
 from eqagen.generators.blockworld import anvil
 from eqagen.generators.blockworld.embedded import generate_world
-from eqagen.generators.blockworld.savedir import read_region_file, read_save, write_save
+from eqagen.generators.blockworld.savedir import read_region_file, read_save, world_chunks, write_save
 from eqagen.generators.blockworld.world import BIOMES
 
 from .helpers import assert_same_world, state_grid
@@ -146,7 +146,7 @@ def test_unknown_compression_and_corrupt_zlib(tmp_path):
 
 def test_palette_index_out_of_range(tmp_path):
     world = generate_world("plains", 0)
-    chunks = __import__("eqagen.generators.blockworld.savedir", fromlist=["x"]).world_chunks(world)
+    chunks = world_chunks(world)
     sec = chunks[(0, 0)]["sections"][0]["block_states"]
     sec["data"] = nbtlib.LongArray(np.full(len(sec["data"]), -1, dtype=np.int64))
     (tmp_path / "w" / "region").mkdir(parents=True)
@@ -165,7 +165,7 @@ def test_section_data_of_another_tag_type_is_refused_naming_the_field(tmp_path, 
     """Found by the region fuzz test: a list of doubles (NaN) was cast to palette indices, with numpy's
     "invalid value encountered in cast" as the only sign."""
     world = generate_world("plains", 0)
-    chunks = __import__("eqagen.generators.blockworld.savedir", fromlist=["x"]).world_chunks(world)
+    chunks = world_chunks(world)
     chunks[(0, 0)]["sections"][0]["block_states"]["data"] = data
     (tmp_path / "w" / "region").mkdir(parents=True)
     anvil.write_region(tmp_path / "w" / "region" / "r.0.0.mca", {(0, 0): chunks[(0, 0)]})
