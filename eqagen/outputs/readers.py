@@ -11,12 +11,12 @@ import pyarrow.compute as pc
 
 from eqagen.core import Episode, QARecord, split_name
 from eqagen.outputs.dataset import Dataset, open_dataset, read_shards
-from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episode_dict
+from eqagen.outputs.schemas import EPISODES_SCHEMA, QUESTIONS_SCHEMA, episode_dict, episode_rows
 from eqagen.paraphrase.tables import records_from_table
 
 
 def episode_from_row(row: dict[str, Any]) -> Episode:
-    """Inverse of :func:`eqagen.outputs.schemas.episode_row`."""
+    """Inverse of :func:`eqagen.outputs.schemas.episode_row`, on a row of ``to_pylist`` or of ``episode_rows``."""
     return Episode.from_dict(episode_dict(row))
 
 
@@ -31,7 +31,7 @@ def as_dataset(source: DatasetSource) -> Dataset:
 def iter_episodes(source: DatasetSource) -> Iterator[Episode]:
     """The episodes of a dataset folder (verified against its manifest first), shard by shard."""
     for path in as_dataset(source).shards("episodes"):
-        for row in read_shards([path], EPISODES_SCHEMA).to_pylist():
+        for row in episode_rows(read_shards([path], EPISODES_SCHEMA)):
             yield episode_from_row(row)
 
 

@@ -37,6 +37,32 @@ def test_episode_round_trips_through_parquet(tmp_path_factory, seed, n_steps, n_
     assert_same_episode(ep, episode_from_row(back.to_pylist()[0]))
 
 
+def test_episode_rows_read_back_the_episodes_to_pylist_reads(tmp_path) -> None:
+    """``episode_rows`` (numbers as arrays) gives the episodes ``to_pylist`` gives, field by field and dtype by
+    dtype, for every world family, from a table in several chunks and from a slice of one."""
+    from tests.predicates.helpers import family_episodes
+
+    episodes = list(family_episodes())
+    pq.write_table(episodes_table(episodes), tmp_path / "e.parquet", row_group_size=4)
+    table = pa.concat_tables([pq.read_table(tmp_path / "e.parquet")] * 2).slice(3, 2 * len(episodes) - 5)
+    assert table.column("timeline").num_chunks > 1
+    fast = schemas.episode_rows(table)
+    assert len(fast) == table.num_rows
+    for row, slow in zip(fast, table.to_pylist(), strict=True):
+        assert isinstance(row["steps"]["pose"], np.ndarray)
+        assert isinstance(row["timeline"]["fields"][0]["initial"], np.ndarray)
+        assert_same_episode(episode_from_row(slow), episode_from_row(row))
+        assert row["meta"] == slow["meta"] and row["entities"] == slow["entities"]
+
+
+def test_episode_rows_keep_a_null_number_as_to_pylist_does() -> None:
+    """A list with a null number is read as ``to_pylist`` reads it (a number array would hide the null)."""
+    t = pa.list_(pa.float64())
+    fields = pa.array([[{"initial": [1.0, None]}], [{"initial": [2.0]}]], pa.list_(pa.struct([("initial", t)])))
+    table = pa.table({"timeline": pa.StructArray.from_arrays([fields], names=["fields"])})
+    assert schemas.episode_rows(table) == table.to_pylist()
+
+
 def test_answers_recomputed_from_the_stored_episode(tmp_path) -> None:
     """The fixture's answers ('how many <color> objects were visible') follow from the shard alone."""
     ep = make_episode(7, n_steps=30, n_entities=8)
