@@ -121,7 +121,9 @@ class EpisodeContext:
         self.flat_cells: np.ndarray = self.cell_t * self.N + self.cell_e  # each cell's index in a flat [T, N]
         # each entity's box ([N]: half the footprint's side, bottom and top relative to its position's height)
         # and unit at each step ([T, N]): what above/under read (eqagen/predicates/extents.py)
-        self.half_width, self.box_bottom, self.box_top, mount = entity_boxes(self.types, self.params.get("extent"))
+        self.half_width, self.box_bottom, self.box_top, mount = entity_boxes(
+            self.type_names, self.type_code, self.params.get("extent")
+        )
         start = self.position[0] if self.T else np.zeros((self.N, 3))
         host = fixed_hosts(start, self.half_width, self.box_bottom, self.box_top, mount)
         self.unit: np.ndarray = units(self.parent, host)

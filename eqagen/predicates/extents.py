@@ -27,18 +27,16 @@ MAX_DEPTH = 8  # receptacle chains are short (a spoon in a mug in a cabinet); a 
 Extent = Callable[[str], "tuple[float, float, float, str] | None"]
 
 
-def entity_boxes(types: np.ndarray, extent: Extent | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(half_width, bottom, top, mount)``, each ``[N]``, for entity types (points, ``loose``, where unknown)."""
-    n = len(types)
-    half, bottom, top = np.zeros(n), np.zeros(n), np.zeros(n)
-    mount = np.full(n, "loose", dtype=object)
-    names = types.tolist()
-    boxes = {t: extent(t) for t in set(names)} if extent else {}  # one lookup per type, not per entity
-    for i, t in enumerate(names):
-        box = boxes.get(t)
-        if box is not None:
-            half[i], bottom[i], top[i], mount[i] = box[0] / 2, box[1], box[2], box[3]
-    return half, bottom, top, mount
+def entity_boxes(
+    type_names: np.ndarray, type_code: np.ndarray, extent: Extent | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(half_width, bottom, top, mount)``, each ``[N]``, for entities of types ``type_names[type_code]``
+    (points, ``loose``, where unknown): one lookup per type, not per entity."""
+    unknown = (0.0, 0.0, 0.0, "loose")
+    boxes = [(extent(t) if extent else None) or unknown for t in type_names.tolist()]
+    width, bottom, top = (np.array([box[i] for box in boxes], dtype=np.float64) for i in range(3))
+    mount = np.array([box[3] for box in boxes], dtype=object)
+    return (width / 2)[type_code], bottom[type_code], top[type_code], mount[type_code]
 
 
 def fixed_hosts(
@@ -78,15 +76,21 @@ def enclosed_parts(position: np.ndarray, bottom: np.ndarray, top: np.ndarray, ho
 
 
 def units(parent: np.ndarray, host: np.ndarray) -> np.ndarray:
-    """``[T, N]`` each entity's unit at each step: up its receptacle chain to the top, then to that one's host."""
-    n_steps, n = parent.shape
-    root = np.broadcast_to(np.arange(n), parent.shape).copy()
-    step_base = (np.arange(n_steps) * n)[:, None]  # parent[t, root] read by flat index: cheaper than [rows, root]
-    flat = parent.reshape(-1)
+    """``[T, N]`` each entity's unit at each step: up its receptacle chain to the top, then to that one's host.
+    Followed once per run of steps with the same receptacles (they change only when something is picked up or
+    put down)."""
+    if not len(parent):
+        return host[parent]
+    changed = np.r_[True, (parent[1:] != parent[:-1]).any(axis=1)]  # [T]: a step starting a run
+    distinct = parent[changed]  # [K, N]
+    k, n = distinct.shape
+    root = np.broadcast_to(np.arange(n), distinct.shape).copy()
+    row_base = (np.arange(k) * n)[:, None]  # distinct[r, root] read by flat index: cheaper than [rows, root]
+    flat = distinct.reshape(-1)
     for _ in range(MAX_DEPTH):
-        up = flat[step_base + root]
+        up = flat[row_base + root]
         held = up >= 0
         if not held.any():
             break
         root = np.where(held, up, root)
-    return host[root]
+    return host[root][np.cumsum(changed) - 1]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from eqagen.core import FilterSpec, Program, QuerySpec
 from eqagen.predicates import context_for
+from eqagen.predicates.extents import MAX_DEPTH, units
 from eqagen.predicates.filters import vertical_relation
 from eqagen.templates.answers import evaluate
 from tests.predicates.conftest import tiny_episode
@@ -146,3 +147,45 @@ def test_a_part_inside_its_furniture_is_read_through_the_furniture():
     assert related(ep, "under", "Pencil") == ["CounterTop#1"]
     assert related(ep, "above", "Cabinet") == [] and related(ep, "under", "Cabinet") == []
     assert related(ep, "under", "Towel") == []
+
+
+@st.composite
+def receptacle_histories(draw):
+    """``[T, N]`` receptacles (runs of steps alike, a cycle now and then) and ``[N]`` hosts."""
+    n = draw(st.integers(1, 6))
+    rows = draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n), min_size=1, max_size=5))
+    runs = draw(st.lists(st.integers(1, 4), min_size=len(rows), max_size=len(rows)))
+    parent = np.repeat(np.array(rows), runs, axis=0)
+    host = np.array(draw(st.lists(st.integers(0, n - 1), min_size=n, max_size=n)))
+    return parent, host
+
+
+@settings(max_examples=80, deadline=None)
+@given(receptacle_histories())
+def test_an_entitys_unit_is_its_top_receptacles_host_at_every_step(history):
+    """``units`` (followed once per run of steps with the same receptacles) equals the walk at each step: up
+    the receptacle chain (``MAX_DEPTH`` links at most), then to that one's host."""
+    parent, host = history
+    want = np.empty_like(parent)
+    for t, e in np.ndindex(parent.shape):
+        r = e
+        for _ in range(MAX_DEPTH):
+            if parent[t, r] < 0:
+                break
+            r = parent[t, r]
+        want[t, e] = host[r]
+    np.testing.assert_array_equal(units(parent, host), want)
+
+
+def test_each_entity_has_its_types_box():
+    """The context's boxes (looked up once per type) are each entity's type's extent: half its side, its bottom
+    and top; a point where the catalogue lists no extent."""
+    from eqagen.predicates.household import object_extent
+    from tests.predicates.helpers import household_episodes
+
+    for ep in household_episodes(5):
+        ctx = context_for(ep)
+        for i, t in enumerate(ctx.types.tolist()):
+            width, bottom, top, _ = object_extent(t) or (0.0, 0.0, 0.0, "loose")
+            assert (ctx.half_width[i], ctx.box_bottom[i], ctx.box_top[i]) == (width / 2, bottom, top)
+        assert (ctx.half_width > 0).sum() > ctx.N // 2  # most types have a box
