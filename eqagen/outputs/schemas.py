@@ -402,8 +402,8 @@ def episode_rows(table: pa.Table) -> list[dict[str, Any]]:
     instead of 56 here, and the ask stage reads every batch back in each of its rounds."""
     columns = {}
     for name in table.column_names:
-        column = table.column(name).combine_chunks()
-        columns[name] = _values_with_arrays(column) if name in _ARRAY_COLUMNS else column.to_pylist()
+        column = table.column(name)  # the array columns combined into one array; the others read chunk by chunk
+        columns[name] = _values_with_arrays(column.combine_chunks()) if name in _ARRAY_COLUMNS else column.to_pylist()
     return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 
