@@ -50,8 +50,6 @@ class Asked:
 
     def content(self, groups: list[RawGroup]) -> frozenset[tuple[str, ...]]:
         """``reader_content`` of raw groups."""
-        if not self.yes_no:  # only a yes/no answer's content names its entities: no need to look them up
-            return content_of([(g.value, ()) for g in groups], False)
         ids = self.ctx.episode.entities.instance_id
         return content_of([(g.value, [ids[e] for e in g.entities.tolist()]) for g in groups], self.yes_no)
 
